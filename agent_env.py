@@ -1,0 +1,363 @@
+"""The SQL tool environment the agent acts in, for TRL's ``environment_factory``.
+
+``SQLEnv``'s public methods are exactly the tools the model may call: ``describe``, ``sample``,
+``query`` and ``answer``. TRL turns their type hints and Google-style docstrings into the tool
+schema, so the docstrings are written for the model. ``reset`` starts an episode from one dataset
+row and ``get_reward`` scores it.
+
+Episode rules:
+- the model starts with the question and the table names (``reset``'s observation);
+- each tool call is one step; the episode ends on ``answer`` or when the step budget is spent;
+- every call after the end raises ``ValueError("Episode is over ...")`` and costs
+  ``POST_EPISODE_PENALTY`` (the first run's models kept calling tools after answering).
+
+Reward = correctness (1 or 0) + shaping (small, capped far below a correct answer) + the
+post-episode penalty. Each part is one small function below; the episode record keeps them all.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+from sql_structure import SQLStructureError, orders_result, tables_used
+from sqlite_readonly import DEFAULT_TIMEOUT_S, QueryResult, ReadOnlyDatabase
+from verifier import ANSWER_FORMAT_HELP, format_answer, verify_answer
+
+DEFAULT_STEP_BUDGET = 10
+MAX_RESULT_ROWS = 20
+MAX_RESULT_CHARS = 2_000
+SAMPLE_ROWS = 3
+MAX_ANSWER_CHARS = 20_000
+
+CORRECT_ANSWER_REWARD = 1.0
+POST_EPISODE_PENALTY = 0.1
+EXECUTED_QUERY_BONUS = 0.02
+MAX_EXECUTED_QUERY_BONUSES = 3
+GOLD_TABLE_INSPECTED_BONUS = 0.01
+GOLD_RESULT_SEEN_BONUS = 0.05
+# The whole shaped part is capped here, so no amount of exploring comes close to answering right.
+SHAPING_CAP = 0.15
+
+EPISODE_OVER_MESSAGE = (
+    "Episode is over: the question was already answered or the step budget is spent. "
+    "Do not call any more tools."
+)
+
+SYSTEM_PROMPT = f"""You answer questions about a SQLite database by calling tools.
+
+Tools:
+- describe(table): the columns, their types, foreign keys and row count of a table.
+- sample(table): a few rows of a table.
+- query(sql): run one read-only SQLite SELECT and see up to {MAX_RESULT_ROWS} rows.
+- answer(value): give your final answer. This ends the episode.
+
+Rules:
+- Look at the tables you need, query until you have the result, then call answer exactly once.
+- After answer, stop: any further tool call is an error and lowers your score.
+- You have at most {DEFAULT_STEP_BUDGET} tool calls.
+
+{ANSWER_FORMAT_HELP}"""
+
+
+@dataclass
+class StepRecord:
+    """One tool call: what was asked, what came back, and whether it came after the episode ended."""
+
+    tool: str
+    arguments: dict[str, Any]
+    output: str = ""
+    error: str | None = None
+    after_episode: bool = False
+
+
+@dataclass
+class EpisodeRecord:
+    """Everything one episode did, for the reward, logs and the evaluation report."""
+
+    question: str = ""
+    db_path: str = ""
+    gold_sql: str = ""
+    steps: list[StepRecord] = field(default_factory=list)
+    answer: str | None = None
+    is_correct: bool = False
+    is_over: bool = False
+    gold_tables_inspected: set[str] = field(default_factory=set)
+    executed_queries: int = 0
+    saw_gold_result: bool = False
+
+    @property
+    def post_episode_calls(self) -> int:
+        return sum(step.after_episode for step in self.steps)
+
+    @property
+    def tool_errors(self) -> int:
+        return sum(step.error is not None and not step.after_episode for step in self.steps)
+
+    @property
+    def in_episode_steps(self) -> int:
+        return sum(not step.after_episode for step in self.steps)
+
+    def reward_parts(self) -> dict[str, float]:
+        return {
+            "correctness": correctness_reward(self),
+            "shaping": shaping_reward(self),
+            "post_episode_penalty": post_episode_penalty(self),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["gold_tables_inspected"] = sorted(self.gold_tables_inspected)
+        record.update(
+            post_episode_calls=self.post_episode_calls,
+            tool_errors=self.tool_errors,
+            reward_parts=self.reward_parts(),
+            reward=sum(self.reward_parts().values()),
+        )
+        return record
+
+
+# --- reward parts ----------------------------------------------------------------------------
+
+
+def correctness_reward(episode: EpisodeRecord) -> float:
+    """1 for an answer the verifier accepts, else 0 (no answer, or a wrong one)."""
+    return CORRECT_ANSWER_REWARD if episode.is_correct else 0.0
+
+
+def executed_query_bonus(episode: EpisodeRecord) -> float:
+    """A little for each query that ran without error (the first few only): it teaches valid SQL."""
+    return EXECUTED_QUERY_BONUS * min(episode.executed_queries, MAX_EXECUTED_QUERY_BONUSES)
+
+
+def gold_table_bonus(episode: EpisodeRecord) -> float:
+    """A little for each table the gold query needs that was described or sampled: useful information."""
+    return GOLD_TABLE_INSPECTED_BONUS * len(episode.gold_tables_inspected)
+
+
+def gold_result_bonus(episode: EpisodeRecord) -> float:
+    """More for running a query whose result is the gold result: real progress toward the answer."""
+    return GOLD_RESULT_SEEN_BONUS if episode.saw_gold_result else 0.0
+
+
+def shaping_reward(episode: EpisodeRecord) -> float:
+    """The shaped parts together, capped at SHAPING_CAP."""
+    total = executed_query_bonus(episode) + gold_table_bonus(episode) + gold_result_bonus(episode)
+    return min(total, SHAPING_CAP)
+
+
+def post_episode_penalty(episode: EpisodeRecord) -> float:
+    """-POST_EPISODE_PENALTY for every tool call made after the episode was over."""
+    return -POST_EPISODE_PENALTY * episode.post_episode_calls
+
+
+# --- gold results ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GoldResult:
+    rows: list[tuple]
+    ordered: bool
+    tables: frozenset[str]
+
+
+@functools.lru_cache(maxsize=4096)
+def load_gold(db_path: str, gold_sql: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> GoldResult:
+    """Run a gold query once per (database, query) and remember its rows, order and tables."""
+    with ReadOnlyDatabase(db_path, timeout_s=timeout_s) as database:
+        rows = database.run_select(gold_sql).rows
+    try:
+        ordered = orders_result(gold_sql)
+        tables = frozenset(name.lower() for name in tables_used(gold_sql))
+    except SQLStructureError:
+        ordered, tables = False, frozenset()
+    return GoldResult(rows=rows, ordered=ordered, tables=tables)
+
+
+# --- the environment -------------------------------------------------------------------------
+
+ToolMethod = TypeVar("ToolMethod", bound=Callable[..., str])
+
+
+def _episode_step(tool: ToolMethod) -> ToolMethod:
+    """Wrap a tool: refuse and penalise calls after the episode, record the step, spend the budget."""
+
+    signature = inspect.signature(tool)
+    parameter_names = ", ".join(list(signature.parameters)[1:])
+
+    @functools.wraps(tool)
+    def run_step(self: SQLEnv, *args: Any, **kwargs: Any) -> str:
+        step = StepRecord(tool=tool.__name__, arguments=dict(kwargs))
+        self.episode.steps.append(step)
+        if self.episode.is_over:
+            step.after_episode = True
+            step.error = EPISODE_OVER_MESSAGE
+            raise ValueError(EPISODE_OVER_MESSAGE)
+        try:
+            try:
+                bound = signature.bind(self, *args, **kwargs)
+            except TypeError:
+                given = ", ".join(kwargs) or "none"
+                raise ValueError(
+                    f"{tool.__name__} takes exactly these arguments: {parameter_names} (got: {given})"
+                ) from None
+            step.arguments = dict(list(bound.arguments.items())[1:])
+            step.output = tool(*bound.args, **bound.kwargs)
+            return step.output
+        except ValueError as error:
+            step.error = str(error)
+            raise
+        finally:
+            if self.episode.in_episode_steps >= self.step_budget:
+                self.episode.is_over = True
+
+    return run_step  # type: ignore[return-value]
+
+
+class SQLEnv:
+    """A SQLite database and a question; the model explores with tools and answers once."""
+
+    def __init__(
+        self,
+        *,
+        step_budget: int = DEFAULT_STEP_BUDGET,
+        query_timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_result_rows: int = MAX_RESULT_ROWS,
+        max_result_chars: int = MAX_RESULT_CHARS,
+    ) -> None:
+        if step_budget < 1:
+            raise ValueError(f"step_budget must be at least 1, got {step_budget}")
+        self.step_budget = step_budget
+        self.query_timeout_s = query_timeout_s
+        self.max_result_rows = max_result_rows
+        self.max_result_chars = max_result_chars
+        self.episode = EpisodeRecord(is_over=True)
+        self._database: ReadOnlyDatabase | None = None
+        self._gold: GoldResult | None = None
+
+    def reset(self, *, db_path: str, question: str, gold_sql: str, **row: Any) -> str:
+        """Start an episode on one dataset row; returns what the model sees first (tables)."""
+        self._close_database()
+        self._database = ReadOnlyDatabase(db_path, timeout_s=self.query_timeout_s)
+        self._gold = load_gold(str(db_path), gold_sql, self.query_timeout_s)
+        self.episode = EpisodeRecord(question=question, db_path=str(db_path), gold_sql=gold_sql)
+        return f"\n\nTables in this database: {', '.join(self._database.table_names())}"
+
+    def get_reward(self) -> float:
+        """The episode's total reward: correctness + capped shaping + post-episode penalty."""
+        return sum(self.episode.reward_parts().values())
+
+    def _close_database(self) -> None:
+        if self._database is not None:
+            self._database.close()
+            self._database = None
+
+    def _require_database(self) -> ReadOnlyDatabase:
+        if self._database is None or self._gold is None:
+            raise ValueError("No episode has started: call reset() with a dataset row first.")
+        return self._database
+
+    def _note_inspected(self, table: str) -> None:
+        assert self._gold is not None
+        if table.lower() in self._gold.tables:
+            self.episode.gold_tables_inspected.add(table.lower())
+
+    def _format_result(self, result: QueryResult) -> str:
+        lines = [" | ".join(result.columns)]
+        lines += [" | ".join(format_answer([(value,)]) for value in row) for row in result.rows]
+        text = "\n".join(lines)
+        notes = []
+        if result.truncated:
+            notes.append(f"only the first {len(result.rows)} rows are shown")
+        if len(text) > self.max_result_chars:
+            text = text[: self.max_result_chars]
+            notes.append(f"output cut at {self.max_result_chars} characters")
+        if not result.rows:
+            notes.append("no rows")
+        return text + (f"\n({'; '.join(notes)})" if notes else "")
+
+    @_episode_step
+    def describe(self, table: str) -> str:
+        """
+        Show the columns of a table with their types, its foreign keys and its number of rows.
+
+        Args:
+            table: Name of a table in the database.
+
+        Returns:
+            One line per column, the foreign keys, and the row count.
+        """
+        database = self._require_database()
+        name = database.resolve_table(table)
+        lines = [f"Table {name} ({database.row_count(name)} rows)", "Columns:"]
+        lines += [f"- {column} {column_type}".rstrip() for column, column_type in database.columns(name)]
+        foreign_keys = database.foreign_keys(name)
+        if foreign_keys:
+            lines.append("Foreign keys:")
+            lines += [f"- {column} -> {target}.{target_column}" for column, target, target_column in foreign_keys]
+        self._note_inspected(name)
+        return "\n".join(lines)
+
+    @_episode_step
+    def sample(self, table: str) -> str:
+        """
+        Show the first few rows of a table, to see what its values look like.
+
+        Args:
+            table: Name of a table in the database.
+
+        Returns:
+            A header line with the column names, then one line per row, cells separated by " | ".
+        """
+        database = self._require_database()
+        name = database.resolve_table(table)
+        self._note_inspected(name)
+        return self._format_result(database.sample_rows(name, SAMPLE_ROWS))
+
+    @_episode_step
+    def query(self, sql: str) -> str:
+        """
+        Run one read-only SQLite SELECT statement and show its result.
+
+        Args:
+            sql: A single SELECT (or WITH ... SELECT) statement in SQLite syntax.
+
+        Returns:
+            A header line with the column names, then up to 20 rows, cells separated by " | ".
+        """
+        database = self._require_database()
+        if not isinstance(sql, str):
+            raise ValueError("sql must be a string holding one SELECT statement")
+        result = database.run_select(sql, max_rows=self.max_result_rows)
+        self.episode.executed_queries += 1
+        assert self._gold is not None
+        if not result.truncated and verify_answer(format_answer(result.rows), self._gold.rows, self._gold.ordered):
+            self.episode.saw_gold_result = True
+        return self._format_result(result)
+
+    @_episode_step
+    def answer(self, value: str) -> str:
+        """
+        Give the final answer to the question. This ends the episode: call no tools after it.
+
+        Args:
+            value: The answer: one value, values separated by commas, or rows as lines with cells separated by " | ".
+
+        Returns:
+            A confirmation that the answer was recorded.
+        """
+        self._require_database()
+        if not isinstance(value, str):
+            value = str(value)
+        if len(value) > MAX_ANSWER_CHARS:
+            raise ValueError(f"the answer is {len(value)} characters long; the limit is {MAX_ANSWER_CHARS}")
+        assert self._gold is not None
+        self.episode.answer = value
+        self.episode.is_correct = verify_answer(value, self._gold.rows, ordered=self._gold.ordered)
+        self.episode.is_over = True
+        self._close_database()
+        return "Answer recorded. The episode is over; do not call any more tools."
+

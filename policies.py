@@ -1,0 +1,209 @@
+"""Playing episodes through ``SQLEnv``, and the scripted policies that need no model.
+
+A policy decides the next tool call from the conversation so far. ``play_episode`` runs any
+policy (scripted, or a language model in the eval suite) through the real environment and
+returns the chat transcript together with the environment's episode record, so training,
+few-shot examples and evaluation all see episodes the same way.
+
+Scripted policies:
+- ``oracle``: describes the tables the gold query reads, runs the gold query, answers with the
+  gold result in the documented format. It must be scored correct on every usable question.
+- ``wrapped``: the oracle, but it wraps its answer the way models do (fences, "Answer:",
+  quotes). The relaxed verifier must accept it.
+- ``never_stop``: the oracle, then keeps querying after answering: shows the post-episode penalty.
+- ``random``: looks at a random table and answers with a random value from it: near zero accuracy.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent_env import SQLEnv, load_gold
+from sql_structure import SQLStructureError, tables_used
+from verifier import format_answer
+
+# Calls allowed past the step budget, so a policy that never stops is still cut off.
+EXTRA_CALLS_AFTER_BUDGET = 3
+NEVER_STOP_EXTRA_CALLS = 2
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class Transcript:
+    """The chat messages of one episode (TRL's tool-calling message format) and its record."""
+
+    messages: list[dict[str, Any]]
+    episode: Any  # agent_env.EpisodeRecord
+    final_text: str = ""
+
+
+class Policy(Protocol):
+    name: str
+
+    def start(self, row: dict[str, Any]) -> None:
+        """Called once per episode with the dataset row (scripted policies may read the gold)."""
+
+    def next_call(self, messages: list[dict[str, Any]]) -> ToolCall | None:
+        """The next tool call, or None to stop."""
+
+
+def assistant_tool_call_message(call: ToolCall) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": call.name, "arguments": call.arguments}}],
+    }
+
+
+def run_tool(env: SQLEnv, call: ToolCall) -> str:
+    """Call one tool on the environment; an error becomes the text the model would see."""
+    tools: dict[str, Callable[..., str]] = {
+        "describe": env.describe,
+        "sample": env.sample,
+        "query": env.query,
+        "answer": env.answer,
+    }
+    if call.name not in tools:
+        return f"Error: unknown tool {call.name!r}; tools are: {', '.join(tools)}"
+    try:
+        return tools[call.name](**call.arguments)
+    except ValueError as error:
+        return f"Error: {error}"
+
+
+def initial_messages(env: SQLEnv, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """Reset the environment on a row and return the prompt with its first observation appended."""
+    observation = env.reset(**row)
+    prompt = [dict(message) for message in row["prompt"]]
+    prompt[-1]["content"] = prompt[-1]["content"] + observation
+    return prompt
+
+
+def play_episode(env: SQLEnv, row: dict[str, Any], policy: Policy, *, max_calls: int | None = None) -> Transcript:
+    """Run one policy on one row through the environment until it stops or hits the call cap."""
+    messages = initial_messages(env, row)
+    policy.start(row)
+    cap = max_calls if max_calls is not None else env.step_budget + EXTRA_CALLS_AFTER_BUDGET
+    for _ in range(cap):
+        call = policy.next_call(messages)
+        if call is None:
+            break
+        messages.append(assistant_tool_call_message(call))
+        messages.append({"role": "tool", "name": call.name, "content": run_tool(env, call)})
+    return Transcript(messages=messages, episode=env.episode)
+
+
+# --- scripted policies -----------------------------------------------------------------------
+
+
+@dataclass
+class OraclePolicy:
+    """Plays the gold SQL: describe the gold tables, query the gold SQL, answer the gold result."""
+
+    name: str = "oracle"
+    _plan: list[ToolCall] = field(default_factory=list)
+
+    def plan(self, row: dict[str, Any]) -> list[ToolCall]:
+        gold = load_gold(str(row["db_path"]), row["gold_sql"])
+        try:
+            tables = tables_used(row["gold_sql"])
+        except SQLStructureError:
+            tables = []
+        return (
+            [ToolCall("describe", {"table": table}) for table in tables]
+            + [ToolCall("query", {"sql": row["gold_sql"]})]
+            + [ToolCall("answer", {"value": self.format(format_answer(gold.rows))})]
+        )
+
+    def format(self, answer: str) -> str:
+        return answer
+
+    def start(self, row: dict[str, Any]) -> None:
+        self._plan = self.plan(row)
+
+    def next_call(self, messages: list[dict[str, Any]]) -> ToolCall | None:
+        return self._plan.pop(0) if self._plan else None
+
+
+@dataclass
+class WrappedAnswerPolicy(OraclePolicy):
+    """The oracle, wrapping its answer in one of the ways models do (rotating through them)."""
+
+    name: str = "wrapped"
+    _count: int = 0
+
+    def format(self, answer: str) -> str:
+        wrappers = [
+            lambda text: f"```\n{text}\n```",
+            lambda text: f"Answer: {text}",
+            lambda text: f'"{text}"' if "\n" not in text else f"```text\n{text}\n```",
+            lambda text: f"  Final answer: {text}.  " if "\n" not in text and not text.endswith(".") else text,
+        ]
+        self._count += 1
+        return wrappers[self._count % len(wrappers)](answer)
+
+
+@dataclass
+class NeverStopPolicy(OraclePolicy):
+    """The oracle, then more queries after answering: the habit the post-episode penalty fights."""
+
+    name: str = "never_stop"
+
+    def plan(self, row: dict[str, Any]) -> list[ToolCall]:
+        extra = [ToolCall("query", {"sql": row["gold_sql"]})] * NEVER_STOP_EXTRA_CALLS
+        return super().plan(row) + extra
+
+
+@dataclass
+class RandomPolicy:
+    """Samples a random table and answers with one random cell from what it saw."""
+
+    seed: int = 0
+    name: str = "random"
+    _rng: random.Random = field(init=False)
+    _step: int = 0
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def start(self, row: dict[str, Any]) -> None:
+        self._step = 0
+
+    def next_call(self, messages: list[dict[str, Any]]) -> ToolCall | None:
+        self._step += 1
+        if self._step == 1:
+            tables = messages[-1]["content"].rsplit("Tables in this database:", 1)[-1].split(",")
+            return ToolCall("sample", {"table": self._rng.choice(tables).strip()})
+        if self._step == 2:
+            lines = [line for line in str(messages[-1]["content"]).splitlines()[1:] if " | " in line or line]
+            cells = [cell.strip() for line in lines for cell in line.split(" | ") if cell.strip()]
+            return ToolCall("answer", {"value": self._rng.choice(cells) if cells else "0"})
+        return None
+
+
+SCRIPTED_POLICIES: dict[str, Callable[[], Policy]] = {
+    "oracle": OraclePolicy,
+    "wrapped": WrappedAnswerPolicy,
+    "never_stop": NeverStopPolicy,
+    "random": RandomPolicy,
+}
+
+
+def make_policy(name: str) -> Policy:
+    if name not in SCRIPTED_POLICIES:
+        raise ValueError(f"unknown policy {name!r}; built-in policies are: {', '.join(SCRIPTED_POLICIES)}")
+    return SCRIPTED_POLICIES[name]()
+
+
+def tool_call_text(call: ToolCall) -> str:
+    """A tool call as Qwen3 writes it, for rendering examples in a prompt."""
+    return "<tool_call>\n" + json.dumps({"name": call.name, "arguments": call.arguments}) + "\n</tool_call>"

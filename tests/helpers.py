@@ -1,0 +1,41 @@
+"""Small databases and rows that tests build on the fly (no data files needed)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from agent_env import SYSTEM_PROMPT
+
+
+def make_shop_database(path: Path) -> Path:
+    """A two-table database with a foreign key, a float column and a NULL."""
+    connection = sqlite3.connect(path)
+    connection.executescript(
+        """
+        CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT, city TEXT);
+        CREATE TABLE "order" (
+            id INTEGER PRIMARY KEY,
+            customer_id INTEGER REFERENCES customer(id),
+            amount REAL,
+            note TEXT
+        );
+        INSERT INTO customer VALUES (1, 'Ada', 'London'), (2, 'Grace', 'New York'), (3, 'Linus', 'Helsinki');
+        INSERT INTO "order" VALUES (1, 1, 10.5, NULL), (2, 1, 4.25, 'gift'), (3, 2, 99.0, NULL);
+        """
+    )
+    connection.commit()
+    connection.close()
+    return path
+
+
+def shop_row(db_path: Path, question: str, gold_sql: str) -> dict[str, Any]:
+    return {
+        "prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}],
+        "db_path": str(db_path),
+        "question": question,
+        "gold_sql": gold_sql,
+        "hardness": "easy",
+        "db_id": "shop",
+    }

@@ -1,0 +1,189 @@
+"""SQLEnv: the tool surface, episode rules, rewards, and safety against bad input."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from transformers.utils import get_json_schema
+
+from agent_env import (
+    CORRECT_ANSWER_REWARD,
+    DEFAULT_STEP_BUDGET,
+    EpisodeRecord,
+    POST_EPISODE_PENALTY,
+    SHAPING_CAP,
+    SQLEnv,
+    shaping_reward,
+)
+from tests.helpers import make_shop_database, shop_row
+
+COUNT_SQL = "SELECT count(*) FROM customer"
+
+
+@pytest.fixture()
+def shop(tmp_path: Path) -> Path:
+    return make_shop_database(tmp_path / "shop.sqlite")
+
+
+@pytest.fixture()
+def env(shop: Path) -> SQLEnv:
+    environment = SQLEnv()
+    environment.reset(**shop_row(shop, "How many customers are there?", COUNT_SQL))
+    return environment
+
+
+def test_constructible_without_arguments_and_tools_are_exactly_the_public_methods() -> None:
+    public = sorted(name for name in dir(SQLEnv) if not name.startswith("_") and callable(getattr(SQLEnv, name)))
+    assert public == ["answer", "describe", "get_reward", "query", "reset", "sample"]
+    SQLEnv()
+
+
+@pytest.mark.parametrize("tool", ["describe", "sample", "query", "answer"])
+def test_tool_schemas_build_from_docstrings(tool: str) -> None:
+    # TRL builds the tool schema the model sees with this transformers function.
+    schema = get_json_schema(getattr(SQLEnv, tool))["function"]
+    assert schema["name"] == tool
+    assert schema["description"]
+    (argument,) = schema["parameters"]["properties"].values()
+    assert argument["type"] == "string" and argument["description"]
+
+
+def test_reset_shows_the_tables(shop: Path) -> None:
+    observation = SQLEnv().reset(**shop_row(shop, "q", COUNT_SQL))
+    assert "customer, order" in observation
+
+
+def test_describe_sample_query_show_the_database(env: SQLEnv) -> None:
+    description = env.describe("order")
+    assert "amount REAL" in description and "customer_id -> customer.id" in description and "3 rows" in description
+    assert env.sample("customer").splitlines()[0] == "id | name | city"
+    assert env.query("SELECT name FROM customer WHERE id = 2") == "name\nGrace"
+    assert "NULL" in env.query('SELECT note FROM "order" WHERE id = 1')
+
+
+def test_query_results_are_truncated_with_a_note(shop: Path) -> None:
+    env = SQLEnv(max_result_rows=2, max_result_chars=30)
+    env.reset(**shop_row(shop, "q", COUNT_SQL))
+    output = env.query("SELECT * FROM customer")
+    assert "only the first 2 rows" in output
+    assert "cut at 30 characters" in output
+
+
+def test_correct_answer_scores_one_and_ends_the_episode(env: SQLEnv) -> None:
+    env.query(COUNT_SQL)
+    env.answer("3")
+    assert env.episode.is_correct and env.episode.is_over
+    assert env.get_reward() == pytest.approx(CORRECT_ANSWER_REWARD + shaping_reward(env.episode))
+
+
+def test_wrong_or_missing_answer_scores_no_correctness(env: SQLEnv) -> None:
+    assert env.episode.reward_parts()["correctness"] == 0.0
+    env.answer("4")
+    assert not env.episode.is_correct
+    assert env.episode.reward_parts()["correctness"] == 0.0
+
+
+@pytest.mark.parametrize("tool, argument", [("describe", "customer"), ("sample", "customer"), ("query", COUNT_SQL), ("answer", "3")])
+def test_every_tool_after_the_episode_raises_and_costs_the_penalty(env: SQLEnv, tool: str, argument: str) -> None:
+    env.answer("3")
+    reward_before = env.get_reward()
+    with pytest.raises(ValueError, match="Episode is over"):
+        getattr(env, tool)(argument)
+    with pytest.raises(ValueError, match="Episode is over"):
+        getattr(env, tool)(argument)
+    assert env.episode.post_episode_calls == 2
+    assert env.get_reward() == pytest.approx(reward_before - 2 * POST_EPISODE_PENALTY)
+
+
+def test_step_budget_ends_the_episode(shop: Path) -> None:
+    env = SQLEnv(step_budget=2)
+    env.reset(**shop_row(shop, "q", COUNT_SQL))
+    env.describe("customer")
+    env.query(COUNT_SQL)
+    assert env.episode.is_over
+    with pytest.raises(ValueError, match="Episode is over"):
+        env.answer("3")
+    assert env.get_reward() < CORRECT_ANSWER_REWARD and env.episode.post_episode_calls == 1
+
+
+def test_default_budget_is_ten_calls(env: SQLEnv) -> None:
+    assert DEFAULT_STEP_BUDGET == 10
+    for _ in range(10):
+        env.sample("customer")
+    with pytest.raises(ValueError, match="Episode is over"):
+        env.sample("customer")
+
+
+def test_shaping_is_capped_far_below_a_correct_answer(env: SQLEnv) -> None:
+    for _ in range(9):
+        env.query(COUNT_SQL)
+    env.describe("customer")
+    # Query bonuses stop after the first few; one gold table; the gold result was seen.
+    assert env.get_reward() == pytest.approx(3 * 0.02 + 0.01 + 0.05)
+    busy = EpisodeRecord(executed_queries=50, gold_tables_inspected={f"t{i}" for i in range(20)}, saw_gold_result=True)
+    assert shaping_reward(busy) == SHAPING_CAP < CORRECT_ANSWER_REWARD / 5
+
+
+def test_shaping_rewards_gold_table_and_gold_result(env: SQLEnv) -> None:
+    env.describe("order")
+    assert shaping_reward(env.episode) == 0.0
+    env.describe("customer")
+    first = shaping_reward(env.episode)
+    env.query(COUNT_SQL)
+    assert env.episode.saw_gold_result
+    assert shaping_reward(env.episode) > first > 0
+
+
+@pytest.mark.parametrize(
+    ("tool", "argument", "message"),
+    [
+        ("describe", "customers", "tables are: customer, order"),
+        ("sample", "", "tables are"),
+        ("describe", "x" * 100_000, "no table"),
+        ("query", "", "empty"),
+        ("query", "DROP TABLE customer", "only reading"),
+        ("query", "SELECT * FROM nope", "no such table"),
+        ("query", "SELECT 1 " + "x" * 100_000, "limit"),
+        ("answer", "9" * 100_000, "limit"),
+    ],
+)
+def test_bad_tool_input_raises_value_error_and_counts_as_a_step(
+    env: SQLEnv, shop: Path, tool: str, argument: str, message: str
+) -> None:
+    before = hashlib.sha256(shop.read_bytes()).hexdigest()
+    with pytest.raises(ValueError, match=message):
+        getattr(env, tool)(argument)
+    assert env.episode.tool_errors == 1 and env.episode.in_episode_steps == 1
+    assert hashlib.sha256(shop.read_bytes()).hexdigest() == before
+
+
+def test_wrong_argument_names_get_an_actionable_error(env: SQLEnv) -> None:
+    with pytest.raises(ValueError, match="describe takes exactly these arguments: table"):
+        env.describe(table_name="customer")  # type: ignore[call-arg]
+
+
+def test_tools_before_reset_say_so() -> None:
+    with pytest.raises(ValueError, match="Episode is over"):
+        SQLEnv().query("SELECT 1")
+
+
+def test_episode_record_serialises_its_steps_and_reward_parts(env: SQLEnv) -> None:
+    env.describe("customer")
+    env.answer("3")
+    with pytest.raises(ValueError):
+        env.query(COUNT_SQL)
+    record = env.episode.to_dict()
+    assert [step["tool"] for step in record["steps"]] == ["describe", "answer", "query"]
+    assert record["steps"][-1]["after_episode"] is True
+    assert set(record["reward_parts"]) == {"correctness", "shaping", "post_episode_penalty"}
+    assert record["reward"] == pytest.approx(env.get_reward())
+
+
+def test_a_new_reset_starts_a_clean_episode(env: SQLEnv, shop: Path) -> None:
+    env.answer("3")
+    env.reset(**shop_row(shop, "Who lives in London?", "SELECT name FROM customer WHERE city = 'London'"))
+    assert env.episode.steps == [] and not env.episode.is_over
+    env.answer("ada")
+    assert env.episode.is_correct

@@ -1,0 +1,79 @@
+"""Scripted policies played through the real environment, and the oracle on real Spider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tqdm import tqdm
+
+from agent_env import POST_EPISODE_PENALTY, SQLEnv
+from policies import NEVER_STOP_EXTRA_CALLS, OraclePolicy, make_policy, play_episode
+from spider_data import load_split, to_grpo_rows
+from tests.helpers import make_shop_database, shop_row
+
+JOIN_SQL = 'SELECT c.name, sum(o.amount) FROM customer AS c JOIN "order" AS o ON o.customer_id = c.id GROUP BY c.name'
+
+
+@pytest.fixture()
+def row(tmp_path: Path) -> dict:
+    return shop_row(make_shop_database(tmp_path / "shop.sqlite"), "Total spent per customer?", JOIN_SQL)
+
+
+def test_oracle_describes_gold_tables_queries_and_answers_correctly(row: dict) -> None:
+    transcript = play_episode(SQLEnv(), row, make_policy("oracle"))
+    episode = transcript.episode
+    assert episode.is_correct and episode.post_episode_calls == 0 and episode.tool_errors == 0
+    assert [step.tool for step in episode.steps] == ["describe", "describe", "query", "answer"]
+    roles = [message["role"] for message in transcript.messages]
+    assert roles == ["system", "user"] + ["assistant", "tool"] * 4
+    assert "Tables in this database: customer, order" in transcript.messages[1]["content"]
+
+
+def test_wrapped_answers_are_accepted_by_the_relaxed_verifier(row: dict) -> None:
+    policy = make_policy("wrapped")
+    for _ in range(4):  # every wrapper in the rotation
+        transcript = play_episode(SQLEnv(), row, policy)
+        assert transcript.episode.answer != transcript.episode.steps[-2].output
+        assert transcript.episode.is_correct, transcript.episode.answer
+
+
+def test_never_stopping_policy_pays_the_post_episode_penalty(row: dict) -> None:
+    env = SQLEnv()
+    transcript = play_episode(env, row, make_policy("never_stop"))
+    assert transcript.episode.post_episode_calls == NEVER_STOP_EXTRA_CALLS
+    assert transcript.messages[-1]["content"].startswith("Error: Episode is over")
+    assert transcript.episode.reward_parts()["post_episode_penalty"] == pytest.approx(
+        -POST_EPISODE_PENALTY * NEVER_STOP_EXTRA_CALLS
+    )
+
+
+def test_random_policy_is_rarely_right(row: dict) -> None:
+    correct = sum(play_episode(SQLEnv(), row, make_policy("random")).episode.is_correct for _ in range(20))
+    assert correct <= 2
+
+
+def test_unknown_policy_lists_the_choices() -> None:
+    with pytest.raises(ValueError, match="oracle, wrapped, never_stop, random"):
+        make_policy("greedy")
+
+
+def test_oracle_is_correct_on_every_builtin_question(builtin_data_dir: Path) -> None:
+    for split_name in ("train", "dev"):
+        rows = to_grpo_rows(load_split(builtin_data_dir, split_name, progress=False).examples)
+        wrong = [r["question"] for r in rows if not play_episode(SQLEnv(), r, OraclePolicy()).episode.is_correct]
+        assert not wrong
+
+
+@pytest.mark.spider
+@pytest.mark.slow
+def test_oracle_is_correct_on_every_usable_real_spider_question(spider_path: Path) -> None:
+    rows = to_grpo_rows(load_split(spider_path, "train", progress=False).examples)
+    env, oracle = SQLEnv(), OraclePolicy()
+    wrong = []
+    for row in tqdm(rows, desc="oracle on Spider train", mininterval=5):
+        episode = play_episode(env, row, oracle).episode
+        if not episode.is_correct:
+            wrong.append((row["db_id"], row["gold_sql"], episode.answer[:200] if episode.answer else None))
+    print(f"oracle: {len(rows) - len(wrong)}/{len(rows)} correct")
+    assert not wrong, wrong[:5]
