@@ -41,14 +41,18 @@ _QUOTES = "'\"`"
 
 def format_cell(value: object) -> str:
     """One gold cell as the model should write it: None and blank text -> NULL, bools -> 0/1, integral
-    floats below 1e15 -> digits, other floats -> 10 significant digits, bytes -> UTF-8 text, text with
+    floats below 1e15 -> digits, other floats -> 10 significant digits (all of them if 10 would round
+    to inf), bytes -> UTF-8 text, text with
     its whitespace collapsed (so a cell never spans lines)."""
     if value is None:
         return "NULL"
     if isinstance(value, (bool, int)):
         return str(int(value))
     if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.10g}"
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        compact = f"{value:.10g}"
+        return compact if math.isinf(float(compact)) == math.isinf(value) else repr(value)
     text = " ".join(_gold_text(value).split())
     return text or "NULL"
 
@@ -179,9 +183,12 @@ def candidate_row_sets(text: str, num_rows: int, num_columns: int) -> Iterator[l
 
 
 def normalize_cell(text: str) -> str:
-    """Accepts surrounding whitespace, one pair of surrounding quotes, one trailing period and runs of
-    inner whitespace: `  "New   York". ` -> New York. Applied to predicted and gold text alike."""
-    return " ".join(strip_trailing_period(strip_surrounding_quotes(text.strip())).split())
+    """Accepts surrounding whitespace, one pair of surrounding quotes, a trailing period outside or inside
+    them and runs of inner whitespace: `  "New   York". ` -> New York. Used on predicted and gold text."""
+    text = strip_trailing_period(text.strip())
+    if text and text[0] in _QUOTES:
+        text = strip_trailing_period(strip_surrounding_quotes(text))
+    return " ".join(text.split())
 
 
 def parse_float(text: str) -> float | None:
@@ -197,10 +204,15 @@ def parse_float(text: str) -> float | None:
 def cell_key(text: str) -> tuple:
     """The exact identity of a predicted cell: ('null',) for empty/NULL/None/null in any case; ('num', n)
     for integers, also written 42.0 or 4.2e1; else ('text', casefolded normalized text)."""
-    text = normalize_cell(text)
+    return _normalized_key(normalize_cell(text))
+
+
+def _normalized_key(text: str) -> tuple:
     folded = text.casefold()
     if folded in NULL_WORDS:
         return ("null",)
+    if not (text[0].isdigit() or text[0] in "+-."):  # cannot be an integer: skip the parsing
+        return ("text", folded)
     if _INTEGER.fullmatch(text):
         try:
             return ("num", int(text))
@@ -219,14 +231,14 @@ def gold_key(value: object) -> tuple | None:
     text that is blank, 'NULL' or 'None' matches NULL like None does."""
     if value is None:
         return ("null",)
-    if isinstance(value, (bool, int)):
+    if isinstance(value, int):  # bools too
         return ("num", int(value))
     if isinstance(value, float):
         return None
     text = normalize_cell(_gold_text(value))
     if not _INTEGER.fullmatch(text) and parse_float(text) is not None:
         return None
-    return cell_key(text)
+    return _normalized_key(text)
 
 
 def gold_number(value: object) -> float:
@@ -258,115 +270,140 @@ def rows_match_ordered(predicted: list[list[str]], gold: Sequence[Sequence[objec
 
 
 def rows_match_unordered(predicted: list[list[str]], gold: Sequence[Sequence[object]]) -> bool:
-    """Rows as bags, as Spider compares them. Rows whose gold cells all have exact keys are counted off by
-    key in O(n); this greedy step is safe because equal keys match exactly the same gold cells. The rest
-    (rows with a float cell) go to _match_tolerant_rows."""
-    remaining: Counter = Counter()
-    tolerant_gold = []
-    for row in gold:
-        keys = tuple(gold_key(value) for value in row)
-        if None in keys:
-            tolerant_gold.append((keys, row))
-        else:
-            remaining[keys] += 1
+    """Rows as bags, as Spider compares them, in O(n) unless float cells need tolerance. Accepts at once
+    when the bag of row keys equals the gold rows' keys with floats as format_cell prints them. Else
+    rows whose gold cells all have exact keys are counted off by key (greedy is safe: equal keys match
+    the same gold cells) and the rest, rows with a float cell, go to _match_tolerant_rows."""
+    cells = [[normalize_cell(cell) for cell in row] for row in predicted]
+    keys = [tuple(map(_normalized_key, row)) for row in cells]
+    gold_keys = [tuple(map(gold_key, row)) for row in gold]
+    printed = (tuple(k if k is not None else cell_key(format_cell(v)) for k, v in zip(row_keys, row))
+               for row_keys, row in zip(gold_keys, gold))
+    if Counter(keys) == Counter(printed):
+        return True
+    remaining = Counter(row_keys for row_keys in gold_keys if None not in row_keys)
+    tolerant_gold = [(row_keys, row) for row_keys, row in zip(gold_keys, gold) if None in row_keys]
     leftover = []
-    for row in predicted:
-        keys = tuple(cell_key(cell) for cell in row)
-        if remaining[keys] > 0:
-            remaining[keys] -= 1
+    for row_keys, row in zip(keys, cells):
+        if remaining[row_keys] > 0:
+            remaining[row_keys] -= 1
         else:
-            leftover.append((keys, row))
+            leftover.append((row_keys, row))
     return len(leftover) == len(tolerant_gold) and _match_tolerant_rows(leftover, tolerant_gold)
 
 
 def _match_tolerant_rows(predicted: list, gold: list) -> bool:
-    """Predicted and gold rows, each as (keys, cells), gold having float cells (key None). Gold rows are
-    bucketed by which cells are floats and by the keys of the others. With one such pattern, each bucket
-    is matched by sorting both sides; for one float column that is exact (the 'close' intervals grow
-    with the value), otherwise failures fall back to bipartite matching over nearby rows."""
+    """Predicted rows as (keys, normalized cells), gold rows as (keys, cells), every gold row having a float cell (key None). Gold rows
+    are bucketed by which cells are floats and by the keys of the others; a predicted row goes to each
+    bucket its keys and numbers fit (one, unless a column mixes ints and floats). Where every row has one
+    bucket, buckets are matched by sorting both sides: exact for a single float column (the 'close'
+    interval of a value moves up with the value), a shortcut for several; otherwise _has_perfect_matching."""
     buckets: dict[tuple, list[tuple[float, ...]]] = defaultdict(list)
     for keys, row in gold:
         mask = tuple(key is None for key in keys)
         exact = tuple(key for key in keys if key is not None)
         buckets[mask, exact].append(tuple(gold_number(v) for v, k in zip(row, keys) if k is None))
     masks = {mask for mask, _ in buckets}
-    routes = []  # per predicted row: the (bucket, its float cells) it could belong to
+    routes = []  # per predicted row: each (bucket, float cells) it could belong to
     for keys, cells in predicted:
         row_routes = []
         for mask in masks:
-            bucket = (mask, tuple(key for key, is_float in zip(keys, mask) if not is_float))
-            numbers = tuple(parse_float(normalize_cell(c)) for c, is_float in zip(cells, mask) if is_float)
+            bucket = (mask, tuple([key for key, is_float in zip(keys, mask) if not is_float]))
+            numbers = tuple([parse_float(cell) for cell, is_float in zip(cells, mask) if is_float])
             if bucket in buckets and None not in numbers:
                 row_routes.append((bucket, numbers))
         if not row_routes:
             return False
-        routes.append(row_routes)
-    if len(masks) == 1:
+        routes.append(tuple(row_routes))
+    if all(len(row_routes) == 1 for row_routes in routes):
         routed = defaultdict(list)
         for [(bucket, numbers)] in routes:
             routed[bucket].append(numbers)
         if any(len(routed[bucket]) != len(values) for bucket, values in buckets.items()):
             return False
-        if all(_sorted_pairs_close(routed[bucket], values) for bucket, values in buckets.items()):
-            return True
-        if sum(next(iter(masks))) == 1:
-            return False
+        unsorted = [bucket for bucket, values in buckets.items() if not _sorted_pairs_close(routed[bucket], values)]
+        if not unsorted or any(sum(mask) == 1 for mask, _ in unsorted):
+            return not unsorted
     return _has_perfect_matching(routes, buckets)
 
 
 def _sorted_pairs_close(predicted: list[tuple[float, ...]], gold: list[tuple[float, ...]]) -> bool:
-    return all(all(map(numbers_close, p, g)) for p, g in zip(sorted(predicted), sorted(gold)))
+    """Pairs the i-th smallest rows; several floats sort as printed by format_cell, so ties agree."""
+    key = None if len(gold[0]) == 1 else _printed
+    return all(all(map(numbers_close, p, g)) for p, g in zip(sorted(predicted, key=key), sorted(gold, key=key)))
+
+
+def _printed(numbers: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(float(f"{number:.10g}") for number in numbers)
 
 
 def _has_perfect_matching(routes: list, buckets: dict) -> bool:
-    """Kuhn's augmenting paths (iterative) between each predicted row and the gold rows of its buckets
-    whose first float is within tolerance (found by bisection), then checked on every float."""
-    offsets, firsts, total = {}, {}, 0
+    """Kuhn's augmenting paths from predicted rows to groups of equal gold rows (a group takes as many
+    rows as it stands for). A row first takes a free group that prints like it (what a correct answer
+    hits, in O(1)); a row that misses, or must make room, lists its options: the groups of its buckets
+    whose first float is within tolerance (by bisection) and all others too, closest first. Quadratic only
+    when thousands of such rows lie within 1% of each other."""
+    capacity, values_of, firsts, offsets, printed = [], [], {}, {}, defaultdict(list)
     for bucket, gold_values in buckets.items():
-        gold_values.sort()
-        offsets[bucket], firsts[bucket] = total, [values[0] for values in gold_values]
-        total += len(gold_values)
-    options: list[list[int]] = []
-    for row_routes in routes:
-        row_options = []
-        for bucket, numbers in row_routes:
-            low, high = _window(numbers[0])
-            for j in range(bisect_left(firsts[bucket], low), bisect_right(firsts[bucket], high)):
-                if all(map(numbers_close, numbers, buckets[bucket][j])):
-                    row_options.append(offsets[bucket] + j)
-        options.append(row_options)
-    owner = [-1] * total  # gold index -> predicted index
-    return all(_augment(start, options, owner) for start in range(len(options)))
+        counts = Counter(gold_values)
+        offsets[bucket], firsts[bucket] = len(capacity), [values[0] for values in sorted(counts)]
+        for values in sorted(counts):
+            printed[bucket, _printed(values)].append(len(capacity))
+            capacity.append(counts[values])
+            values_of.append(values)
+    known: dict[int, list[int]] = {}
+
+    def options(row: int) -> list[int]:
+        if row not in known:
+            scored = []
+            for bucket, numbers in routes[row]:
+                margin = 1.01 * max(abs(numbers[0]) * RELATIVE_TOLERANCE / (1 - RELATIVE_TOLERANCE), ABSOLUTE_TOLERANCE)
+                low, high = (numbers[0], numbers[0]) if math.isinf(numbers[0]) else (numbers[0] - margin, numbers[0] + margin)
+                for j in range(bisect_left(firsts[bucket], low), bisect_right(firsts[bucket], high)):
+                    group = offsets[bucket] + j
+                    if all(map(numbers_close, numbers, values_of[group])):
+                        scored.append((sum(abs(p - g) for p, g in zip(numbers, values_of[group])), group))
+            known[row] = [group for _, group in sorted(scored)]
+        return known[row]
+
+    holders: list[set[int]] = [set() for _ in capacity]  # group -> predicted rows placed in it
+    for row, row_routes in enumerate(routes):
+        alike = [(group, numbers) for bucket, numbers in row_routes
+                 for group in printed.get((bucket, _printed(numbers)), [])]
+        free = next((group for group, numbers in alike if len(holders[group]) < capacity[group]
+                     and all(map(numbers_close, numbers, values_of[group]))), None)
+        if free is not None:
+            holders[free].add(row)
+        elif not _augment(row, options, capacity, holders):
+            return False
+    return True
 
 
-def _augment(start: int, options: list[list[int]], owner: list[int]) -> bool:
+def _augment(start: int, options, capacity: list[int], holders: list[set[int]]) -> bool:
+    """Places predicted row `start`, moving placed rows along one alternating path if needed."""
+    free = next((group for group in options(start) if len(holders[group]) < capacity[group]), None)
+    if free is not None:
+        holders[free].add(start)
+        return True
     visited: set[int] = set()
-    stack, path = [(start, iter(options[start]))], []
+    stack = [(start, iter(options(start)))]  # alternates: (row, its groups), (group, its rows)
     while stack:
-        for gold_index in stack[-1][1]:
-            if gold_index in visited:
-                continue
-            visited.add(gold_index)
-            path.append(gold_index)
-            if owner[gold_index] == -1:
-                for (predicted_index, _), taken in zip(stack, path):
-                    owner[taken] = predicted_index
-                return True
-            stack.append((owner[gold_index], iter(options[owner[gold_index]])))
-            break
-        else:
+        step = next(stack[-1][1], None)
+        if step is None:
             stack.pop()
-            if path:
-                path.pop()
+        elif len(stack) % 2 == 0:  # a row placed in the group on top: try moving it elsewhere
+            stack.append((step, iter(options(step))))
+        elif step not in visited:
+            visited.add(step)
+            if len(holders[step]) < capacity[step]:
+                rows, groups = [row for row, _ in stack[::2]], [group for group, _ in stack[1::2]] + [step]
+                for row, old_group in zip(rows[1:], groups):
+                    holders[old_group].discard(row)
+                for row, group in zip(rows, groups):
+                    holders[group].add(row)
+                return True
+            stack.append((step, iter(list(holders[step]))))
     return False
-
-
-def _window(number: float) -> tuple[float, float]:
-    """A range surely holding every gold value close to `number` (a little wider than needed)."""
-    if math.isinf(number):
-        return number, number
-    margin = 1.01 * max(abs(number) * RELATIVE_TOLERANCE / (1 - RELATIVE_TOLERANCE), ABSOLUTE_TOLERANCE)
-    return number - margin, number + margin
 
 
 # --- the verifier ---------------------------------------------------------------------------------

@@ -1,0 +1,155 @@
+"""Few-shot example trajectories in the system prompt, and the callback that retires them.
+
+The examples are real episodes: the oracle plays training questions through the real
+environment, and the transcript (real tool output) is rendered in the same tool-call format the
+model writes. They teach the protocol early (describe, query, answer once, then stop) and are
+removed after the first epoch of the curriculum so the model does not lean on them.
+
+How the switch reaches the trainer: the training dataset gets a transform that rewrites each
+row's system message from a shared ``FewShotPrompt`` when the row is read; the callback flips
+``FewShotPrompt.enabled`` at an epoch boundary, so every row read afterwards has no examples.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+from agent_env import SYSTEM_PROMPT, SQLEnv
+from policies import OraclePolicy, Transcript, play_episode
+from spider_data import AnswerType, SpiderExample, to_grpo_rows
+from sql_structure import Hardness, tables_used
+
+MAX_TOOL_OUTPUT_LINES = 8
+FEWSHOT_HEADER = "Examples of solved questions (other databases than yours):"
+
+
+@dataclass(frozen=True)
+class ExampleWish:
+    """What kind of training question makes a useful example."""
+
+    hardness: Hardness
+    answer_types: tuple[AnswerType, ...]
+    min_tables: int
+
+
+# A one-table count first, then a join answered with a list: the two patterns most questions need.
+DEFAULT_WISHES = (
+    ExampleWish(Hardness.EASY, (AnswerType.INTEGER,), min_tables=1),
+    ExampleWish(Hardness.MEDIUM, (AnswerType.LIST, AnswerType.TEXT), min_tables=2),
+)
+
+
+def choose_examples(examples: Iterable[SpiderExample], count: int = 2) -> list[SpiderExample]:
+    """Pick up to ``count`` usable training questions, one per wish, each from a different database."""
+    chosen: list[SpiderExample] = []
+    pool = [example for example in examples if example.is_usable]
+    for wish in DEFAULT_WISHES[:count]:
+        for example in pool:
+            used_databases = {picked.db_id for picked in chosen}
+            if (
+                example.hardness == wish.hardness
+                and example.answer_type in wish.answer_types
+                and example.db_id not in used_databases
+                and len(tables_used(example.gold_sql)) >= wish.min_tables
+                and example.gold_row_count <= 5
+            ):
+                chosen.append(example)
+                break
+    return chosen
+
+
+def play_examples(examples: list[SpiderExample]) -> list[Transcript]:
+    """Run the oracle on each example through the real environment."""
+    env = SQLEnv()
+    return [play_episode(env, row, OraclePolicy()) for row in to_grpo_rows(examples)]
+
+
+def _shorten(text: str) -> str:
+    lines = text.splitlines()
+    if len(lines) <= MAX_TOOL_OUTPUT_LINES:
+        return text
+    return "\n".join(lines[:MAX_TOOL_OUTPUT_LINES] + [f"... ({len(lines) - MAX_TOOL_OUTPUT_LINES} more lines)"])
+
+
+def render_transcript(transcript: Transcript) -> str:
+    """One episode as text, tool calls written the way Qwen3 writes them."""
+    parts = [transcript.messages[1]["content"].strip()]
+    for message in transcript.messages[2:]:
+        if message["role"] == "assistant":
+            for call in message["tool_calls"]:
+                function = call["function"]
+                payload = json.dumps({"name": function["name"], "arguments": function["arguments"]})
+                parts.append(f"<tool_call>\n{payload}\n</tool_call>")
+        elif message["role"] == "tool":
+            parts.append(f"<tool_response>\n{_shorten(message['content'])}\n</tool_response>")
+    return "\n".join(parts)
+
+
+def render_examples(transcripts: list[Transcript]) -> str:
+    if not transcripts:
+        return ""
+    blocks = [f"Example {number}:\n{render_transcript(t)}" for number, t in enumerate(transcripts, start=1)]
+    return FEWSHOT_HEADER + "\n\n" + "\n\n".join(blocks)
+
+
+@dataclass
+class FewShotPrompt:
+    """The system prompt with or without the examples; the switch is shared with the callback."""
+
+    examples_text: str
+    base_prompt: str = SYSTEM_PROMPT
+    enabled: bool = True
+    example_questions: frozenset[str] = field(default_factory=frozenset)
+
+    def system_prompt(self) -> str:
+        if self.enabled and self.examples_text:
+            return f"{self.base_prompt}\n\n{self.examples_text}"
+        return self.base_prompt
+
+    def apply(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        """A ``datasets`` transform: give each row's prompt the current system message."""
+        system = {"role": "system", "content": self.system_prompt()}
+        rewritten = dict(batch)
+        rewritten["prompt"] = [[system] + [m for m in prompt if m["role"] != "system"] for prompt in batch["prompt"]]
+        return rewritten
+
+
+def build_fewshot_prompt(train_examples: list[SpiderExample], count: int = 2) -> FewShotPrompt:
+    """Choose, play and render the examples; ``count=0`` gives a prompt without examples."""
+    chosen = choose_examples(train_examples, count) if count > 0 else []
+    return FewShotPrompt(
+        examples_text=render_examples(play_examples(chosen)),
+        example_questions=frozenset(example.question for example in chosen),
+    )
+
+
+class FewShotSchedulerCallback(TrainerCallback):
+    """Turns the few-shot examples off once the curriculum has trained ``retire_after_epochs`` epochs.
+
+    ``epochs_before_phase`` is how many curriculum epochs earlier phases trained, so the count
+    runs from the start of the curriculum: with the defaults, ``--phase mixed`` (after one easy
+    epoch) trains without examples from its first step.
+    """
+
+    def __init__(self, prompt: FewShotPrompt, retire_after_epochs: float = 1.0, epochs_before_phase: float = 0.0):
+        self.prompt = prompt
+        self.retire_after_epochs = retire_after_epochs
+        self.epochs_before_phase = epochs_before_phase
+
+    def _update(self, phase_epoch: float) -> None:
+        curriculum_epoch = self.epochs_before_phase + phase_epoch
+        self.prompt.enabled = curriculum_epoch < self.retire_after_epochs
+
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        self._update(state.epoch or 0.0)  # state.epoch is restored on --resume
+
+    def on_epoch_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+        # state.epoch can be a hair under the integer at the boundary; round it to the epoch just finished.
+        self._update(round(state.epoch or 0.0, 2))

@@ -1,0 +1,192 @@
+"""The offline Qwen3 stand-ins: real tokenizer, Qwen3 chat template, tiny random model, 1.7B config."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+import tiny_model
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return tiny_model.build_qwen3_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return tiny_model.build_tiny_qwen3(tmp_path_factory.mktemp("models") / "tiny-qwen3")
+
+
+def run_sql(query: str) -> str:
+    """Run a read-only SQL query on the database.
+
+    Args:
+        query: The SQLite SELECT statement to run.
+    """
+    return ""
+
+
+# A system/user/assistant(tool call)/tool/assistant conversation, the shape of one agent episode.
+CONVERSATION = [
+    {"role": "system", "content": "You answer questions about a database."},
+    {"role": "user", "content": "How many singers are there?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"type": "function", "function": {"name": "run_sql", "arguments": {"query": "SELECT count(*) FROM singer"}}}
+        ],
+    },
+    {"role": "tool", "name": "run_sql", "content": "[(6,)]"},
+    {"role": "assistant", "content": "There are 6 singers."},
+]
+
+
+# --- tokenizer: ids and special tokens -------------------------------------------------------------------------------
+
+
+def test_added_tokens_have_qwen3_ids_and_special_flags(tokenizer):
+    expected = {151643 + offset: token for offset, token in enumerate(tiny_model.QWEN3_ADDED_TOKENS)}
+    assert len(tokenizer) == 151_669
+    for token_id, (content, is_special) in expected.items():
+        assert tokenizer.convert_tokens_to_ids(content) == token_id
+        assert tokenizer.added_tokens_decoder[token_id].special is is_special
+    assert tokenizer.convert_tokens_to_ids(["<tool_call>", "</tool_call>", "<think>", "</think>"]) == [
+        151657, 151658, 151667, 151668
+    ]
+
+
+def test_eos_pad_and_bos_are_set_as_qwen3_sets_them(tokenizer):
+    assert (tokenizer.eos_token, tokenizer.eos_token_id) == ("<|im_end|>", 151645)
+    assert (tokenizer.pad_token, tokenizer.pad_token_id) == ("<|endoftext|>", 151643)
+    assert tokenizer.bos_token is None and tokenizer.unk_token is None
+
+
+def test_known_qwen_token_ids(tokenizer):
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
+
+    assert tiny_model.QWEN3_PRETOKENIZE_REGEX == PRETOKENIZE_REGEX
+    assert tokenizer("Hello world")["input_ids"] == [9707, 1879]
+    # Qwen2/3 split numbers into single digits (GPT-4's regex would keep up to three together).
+    assert tokenizer.tokenize("2024") == ["2", "0", "2", "4"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT count(*) FROM singer WHERE age > 30 AND name LIKE '%Tom%';\n\n  \t  x",
+        "Héllo wörld: naïve café, 你好，世界！ こんにちは 😀 3.14159",
+        "   leading spaces\n\n\n\ttabs\r\nwindows   ",
+        "it's they'll WE'RE don't",
+        '<|im_start|>user\nhi<|im_end|>\n<tool_call>\n{"name": "x"}\n</tool_call><think>\n\n</think>',
+    ],
+)
+def test_encoding_matches_tiktoken_and_round_trips(tokenizer, text):
+    tiktoken = pytest.importorskip("tiktoken")
+    specials = {content: 151643 + offset for offset, (content, _) in enumerate(tiny_model.QWEN3_ADDED_TOKENS)}
+    encoding = tiktoken.Encoding(
+        "qwen3",
+        pat_str=tiny_model.QWEN3_PRETOKENIZE_REGEX,
+        mergeable_ranks=tiny_model.load_qwen_bpe_ranks(),
+        special_tokens=specials,
+    )
+    normalized = unicodedata.normalize("NFC", text)
+    ids = tokenizer(text)["input_ids"]
+    assert ids == encoding.encode(normalized, allowed_special="all")
+    assert tokenizer.decode(ids) == normalized
+
+
+# --- chat template -----------------------------------------------------------------------------------------------
+
+
+def test_chat_template_is_the_one_trl_recognises(tokenizer):
+    from trl.chat_template_utils import qwen3_chat_template
+
+    assert tokenizer.chat_template == qwen3_chat_template
+
+
+def test_chat_template_renders_a_tool_conversation(tokenizer):
+    text = tokenizer.apply_chat_template(CONVERSATION, tools=[run_sql], tokenize=False)
+    assert text.startswith("<|im_start|>system\nYou answer questions about a database.\n\n# Tools\n")
+    assert '"name": "run_sql"' in text and "The SQLite SELECT statement to run." in text
+    assert '<|im_start|>user\nHow many singers are there?<|im_end|>\n' in text
+    tool_call = '{"name": "run_sql", "arguments": {"query": "SELECT count(*) FROM singer"}}'
+    assert f"<|im_start|>assistant\n<tool_call>\n{tool_call}\n</tool_call><|im_end|>\n" in text
+    assert "<|im_start|>user\n<tool_response>\n[(6,)]\n</tool_response><|im_end|>\n" in text
+    assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\nThere are 6 singers.<|im_end|>\n")
+    ids = tokenizer.apply_chat_template(CONVERSATION, tools=[run_sql], tokenize=True, return_dict=False)
+    assert tokenizer.decode(ids) == text
+
+
+def test_generation_prompt_without_thinking(tokenizer):
+    text = tokenizer.apply_chat_template(
+        CONVERSATION[:2], tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
+    assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+
+
+def test_trl_accepts_the_template_and_parses_tool_calls(tokenizer):
+    from trl.chat_template_utils import add_response_schema, parse_response, supports_tool_calling
+
+    assert supports_tool_calling(tokenizer)
+    add_response_schema(tokenizer)
+    prefix = tokenizer.apply_chat_template(
+        CONVERSATION[:2], tokenize=True, return_dict=False, add_generation_prompt=True, enable_thinking=False
+    )
+    generated = '<tool_call>\n{"name": "run_sql", "arguments": {"query": "SELECT 1"}}\n</tool_call><|im_end|>'
+    parsed = parse_response(tokenizer, tokenizer(generated)["input_ids"], prefix=prefix)
+    assert parsed["tool_calls"] == [
+        {"type": "function", "function": {"name": "run_sql", "arguments": {"query": "SELECT 1"}}}
+    ]
+
+
+# --- models ------------------------------------------------------------------------------------------------------
+
+
+def test_tiny_model_loads_and_generates(tiny_dir):
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
+    assert type(model).__name__ == "Qwen3ForCausalLM"
+    assert type(tokenizer).__name__ == "Qwen2Tokenizer"  # as AutoTokenizer loads a real Qwen3 checkpoint
+    assert tokenizer.chat_template == tiny_model.qwen3_chat_template()
+    assert model.config.vocab_size == 151_936 and model.config.tie_word_embeddings
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    assert sum(parameter.numel() for parameter in model.parameters()) < 20_000_000
+
+    inputs = tokenizer.apply_chat_template(
+        CONVERSATION[:2], add_generation_prompt=True, return_tensors="pt", return_dict=True, enable_thinking=False
+    )
+    output = model.generate(**inputs, max_new_tokens=4, do_sample=False, min_new_tokens=4)
+    assert output.shape == (1, inputs["input_ids"].shape[1] + 4)
+
+
+def test_building_twice_reuses_the_build(tiny_dir):
+    weights = tiny_dir / "model.safetensors"
+    modified_before = weights.stat().st_mtime_ns
+    assert tiny_model.build_tiny_qwen3(tiny_dir) == tiny_dir
+    assert weights.stat().st_mtime_ns == modified_before
+
+
+def test_build_refuses_a_directory_it_did_not_make(tmp_path):
+    (tmp_path / "notes.txt").write_text("someone else's file")
+    with pytest.raises(ValueError, match="not empty"):
+        tiny_model.build_tiny_qwen3(tmp_path)
+
+
+def test_qwen3_1_7b_config_has_the_real_shapes():
+    config = tiny_model.qwen3_1_7b_config()
+    assert (config.hidden_size, config.intermediate_size, config.num_hidden_layers) == (2048, 6144, 28)
+    assert (config.num_attention_heads, config.num_key_value_heads, config.head_dim) == (16, 8, 128)
+    assert (config.vocab_size, config.tie_word_embeddings, config.max_position_embeddings) == (151_936, True, 40_960)
+    assert config.rope_parameters["rope_theta"] == 1_000_000.0 and config.rms_norm_eps == 1e-6
+    assert config.dtype == torch.bfloat16
+    with torch.device("meta"):  # shapes only, no memory
+        model = AutoModelForCausalLM.from_config(config)
+    assert sum(parameter.numel() for parameter in model.parameters()) == 1_720_574_976  # Qwen3-1.7B's count

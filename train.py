@@ -1,0 +1,480 @@
+"""Train Qwen3 with GRPO to answer Spider questions by calling SQL tools.
+
+    python train.py --phase easy              # 1 epoch on easy questions, few-shot examples in the prompt
+    python train.py --phase mixed             # 2 epochs on easy+medium, starting from the easy adapter
+    python train.py --phase easy --dry-run    # check config, data and adapters; load no model
+    python train.py --phase easy --resume     # continue an interrupted phase from its last checkpoint
+    python train.py --config run.yaml         # any flag below, from a YAML file
+    python train.py --help                    # every flag, ours and TRL's GRPOConfig
+
+With no CUDA GPU, or no access to the model hub, it runs the same pipeline on the built-in data
+with a tiny Qwen3-architecture model built offline (the "embedded" mode), and says so first.
+Outputs go to OUTPUT_DIR/<phase>/: checkpoints, the final adapter, the resolved config,
+rollouts.jsonl (what the model did), metrics.jsonl and a training-curve plot.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+os.environ.setdefault("UNSLOTH_DISABLE_STATISTICS", "1")
+
+import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
+
+import dataclasses  # noqa: E402
+import functools  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import torch  # noqa: E402
+import yaml  # noqa: E402
+from datasets import Dataset  # noqa: E402
+from transformers import TrainerCallback  # noqa: E402
+from trl import GRPOConfig, GRPOTrainer, TrlParser  # noqa: E402
+
+from agent_env import DEFAULT_STEP_BUDGET, SQLEnv  # noqa: E402
+from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
+from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
+from training_logs import RolloutLogger, plot_training_curves  # noqa: E402
+
+REPO_DIR = Path(__file__).resolve().parent
+DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
+LORA_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+# Tool-calling turns allowed past the step budget, so calls after the episode can happen and be penalised.
+EXTRA_TOOL_TURNS = 2
+ADAPTER_DIRNAME = "adapter"
+
+# --------------------------------------------------------------------------------------------- config
+
+
+class SetupError(Exception):
+    """A problem with the flags, the data or the output folder, found before any model loads."""
+
+
+@dataclass
+class AgentConfig:
+    """This project's own settings; TRL's GRPOConfig (parsed alongside) has the rest."""
+
+    phase: str = field(default="easy", metadata={"help": "Curriculum phase to train (a name in --curriculum)."})
+    curriculum: str = field(
+        default=str(REPO_DIR / "curriculum.yaml"),
+        metadata={"help": "YAML file listing the phases: name, hardness classes, epochs, start_from."},
+    )
+    model: str = field(default=DEFAULT_MODEL, metadata={"help": "Base model: a hub name or a local path."})
+    data_dir: str = field(
+        default=str(BUILTIN_DATA_DIR), metadata={"help": "Spider-format folder (train_spider.json, database/)."}
+    )
+    backend: str = field(
+        default="unsloth",
+        metadata={"help": "'unsloth' (fast LoRA kernels) or 'transformers' (plain transformers + PEFT)."},
+    )
+    embedded: bool = field(
+        default=False,
+        metadata={"help": "Force the offline mode: tiny Qwen3 built locally, built-in data (automatic on CPU)."},
+    )
+    load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in 4 bits (QLoRA)."})
+    lora_rank: int = field(default=32, metadata={"help": "LoRA rank, on all linear layers."})
+    lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha."})
+    max_seq_length: int = field(default=4096, metadata={"help": "Longest prompt plus completion, in tokens."})
+    step_budget: int = field(default=DEFAULT_STEP_BUDGET, metadata={"help": "Tool calls per episode."})
+    max_gold_rows: int = field(
+        default=20,
+        metadata={"help": "Skip questions whose gold result has more rows than this (the query tool shows 20)."},
+    )
+    max_questions: int | None = field(default=None, metadata={"help": "Train on at most this many questions."})
+    fewshot_examples: int = field(default=2, metadata={"help": "Example trajectories in the system prompt (0-2)."})
+    fewshot_retire_after_epochs: float = field(
+        default=1.0,
+        metadata={"help": "Remove the examples after this many epochs, counted from the start of the curriculum."},
+    )
+    oom_fallback_completion_length: int = field(
+        default=384, metadata={"help": "On out-of-memory, retry once with this max_completion_length."}
+    )
+    rollouts_logged_per_step: int = field(
+        default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
+    )
+    resume: bool = field(default=False, metadata={"help": "Continue this phase from its last checkpoint."})
+    dry_run: bool = field(default=False, metadata={"help": "Check config, data and adapters, then exit."})
+    hub_repo: str | None = field(
+        default=None, metadata={"help": "Push the final adapter to this hub repo (also: --push-to-hub REPO)."}
+    )
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("unsloth", "transformers"):
+            raise ValueError(f"--backend must be 'unsloth' or 'transformers', got {self.backend!r}")
+        if not 0 <= self.fewshot_examples <= 2:
+            raise ValueError(f"--fewshot_examples must be 0, 1 or 2, got {self.fewshot_examples}")
+        if self.step_budget < 1:
+            raise ValueError(f"--step_budget must be at least 1, got {self.step_budget}")
+
+
+def nearest_valid_batches(per_device: int, accumulation: int, num_generations: int) -> list[str]:
+    """Settings near the given ones whose generation batch holds whole prompt groups."""
+    options = []
+    for candidate in sorted({num_generations * k // per_device for k in (1, 2) if num_generations * k % per_device == 0}):
+        options.append(f"--per_device_train_batch_size {per_device} --gradient_accumulation_steps {candidate}")
+    options.append(f"--per_device_train_batch_size {num_generations} --gradient_accumulation_steps 1")
+    return options
+
+
+class AgentGRPOConfig(GRPOConfig):
+    """GRPOConfig with this project's defaults and a clearer batch-size check (no new fields)."""
+
+    def __post_init__(self) -> None:
+        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        if self.generation_batch_size is None and self.steps_per_generation is None and batch % self.num_generations:
+            options = "\n  ".join(nearest_valid_batches(
+                self.per_device_train_batch_size, self.gradient_accumulation_steps, self.num_generations))
+            raise ValueError(
+                f"per_device_train_batch_size x gradient_accumulation_steps = {batch} completions per step, which is "
+                f"not a multiple of --num_generations {self.num_generations}: GRPO needs whole groups of "
+                f"{self.num_generations} completions per prompt. Nearest valid settings:\n  {options}"
+            )
+        super().__post_init__()
+
+
+# Defaults of the plan this project implements. TRL's own flags keep TRL's names.
+# The plan's "1 per device x 8 accumulation" holds 8 completions, not a multiple of 6 generations;
+# 1 x 6 keeps its per-device memory and trains on one whole prompt group per optimizer step.
+GRPO_DEFAULTS: dict[str, Any] = dict(
+    output_dir="outputs",
+    num_generations=6,
+    per_device_train_batch_size=1,
+    gradient_accumulation_steps=6,
+    max_completion_length=512,
+    gradient_checkpointing=True,
+    learning_rate=1e-5,
+    lr_scheduler_type="constant_with_warmup",
+    warmup_steps=5,
+    beta=0.0,
+    temperature=1.0,
+    logging_steps=1,
+    save_strategy="steps",
+    save_steps=25,
+    save_total_limit=2,
+    report_to="tensorboard",
+    chat_template_kwargs={"enable_thinking": False},
+    seed=0,
+)
+# The embedded (CPU, offline) run: small enough to finish in minutes on 2 cores.
+EMBEDDED_OVERRIDES: dict[str, Any] = dict(max_completion_length=48, save_steps=4, report_to="none")
+EMBEDDED_MAX_QUESTIONS = 8
+
+
+def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
+    """Parse our flags and TRL's together (TrlParser also reads --config YAML)."""
+    argv = _rewrite_push_to_hub(argv)
+    parser = TrlParser((AgentConfig, AgentGRPOConfig))
+    parser.set_defaults(**GRPO_DEFAULTS)
+    agent, grpo = parser.parse_args_and_config(argv)
+    explicit = {arg.lstrip("-").replace("-", "_").split("=")[0] for arg in argv if arg.startswith("--")}
+    return agent, grpo, explicit
+
+
+def _rewrite_push_to_hub(argv: list[str]) -> list[str]:
+    # TRL's GRPOConfig owns --push_to_hub as a yes/no flag; ours takes a repo name, so `--push-to-hub REPO`
+    # is read as --hub_repo REPO (and TRL's trainer.push_to_hub stays off: model.push_to_hub is used).
+    rewritten = list(argv)
+    for index, arg in enumerate(rewritten[:-1]):
+        if arg in ("--push-to-hub", "--push_to_hub") and not rewritten[index + 1].startswith("--"):
+            if rewritten[index + 1].lower() not in ("true", "false"):
+                rewritten[index] = "--hub_repo"
+    return rewritten
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    hardness: tuple[str, ...]
+    epochs: float
+    start_from: str | None = None
+
+
+def load_curriculum(path: str | Path) -> list[Phase]:
+    """The phases of a curriculum file, checked: known hardness names, positive epochs, earlier start_from."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"curriculum file not found: {path}")
+    entries = (yaml.safe_load(path.read_text()) or {}).get("phases")
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{path}: expected a 'phases:' list")
+    phases: list[Phase] = []
+    for entry in entries:
+        phase = Phase(name=str(entry["name"]), hardness=tuple(entry["hardness"]), epochs=float(entry["epochs"]),
+                      start_from=entry.get("start_from"))
+        unknown = set(phase.hardness) - {"easy", "medium", "hard", "extra"}
+        if unknown or phase.epochs <= 0:
+            raise ValueError(f"{path}: phase {phase.name!r} has unknown hardness {sorted(unknown)} or epochs <= 0")
+        if phase.start_from is not None and phase.start_from not in [earlier.name for earlier in phases]:
+            raise ValueError(f"{path}: phase {phase.name!r} starts from {phase.start_from!r}, not an earlier phase")
+        phases.append(phase)
+    return phases
+
+
+def select_phase(phases: list[Phase], name: str) -> tuple[Phase, float]:
+    """The phase and the number of curriculum epochs that come before it."""
+    names = [phase.name for phase in phases]
+    if name not in names:
+        raise ValueError(f"unknown --phase {name!r}; the curriculum has: {', '.join(names)}")
+    index = names.index(name)
+    return phases[index], sum(phase.epochs for phase in phases[:index])
+
+
+def hub_is_reachable(model: str) -> bool:
+    """Whether the model's files can be had: a local folder, the hub cache, or the hub itself."""
+    if Path(model).is_dir():
+        return True
+    try:
+        from huggingface_hub import hf_hub_download
+
+        hf_hub_download(model, "config.json", etag_timeout=5)
+        return True
+    except Exception:  # no network, no such repo, offline mode: all mean "not reachable"
+        return False
+
+
+def apply_embedded_mode(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> None:
+    """Switch to the tiny offline model and small settings, keeping what the user set explicitly."""
+    from tiny_model import build_tiny_qwen3
+
+    agent.embedded = True
+    agent.backend = "transformers" if not torch.cuda.is_available() else agent.backend
+    agent.model = str(build_tiny_qwen3(Path(grpo.output_dir) / "tiny-qwen3"))
+    if "max_questions" not in explicit:
+        agent.max_questions = EMBEDDED_MAX_QUESTIONS
+    for name, value in EMBEDDED_OVERRIDES.items():
+        if name not in explicit:
+            setattr(grpo, name, value)
+    grpo.use_cpu = not torch.cuda.is_available()
+    grpo.bf16 = grpo.bf16 and torch.cuda.is_available()
+    grpo.gradient_checkpointing = grpo.gradient_checkpointing and torch.cuda.is_available()
+
+
+# ----------------------------------------------------------------------------------------------- data
+
+
+def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> tuple[Dataset, FewShotPrompt, str]:
+    """The phase's training rows, with the few-shot system prompt applied as rows are read."""
+    split = load_split(agent.data_dir, "train", hardness=phase.hardness)
+    summary = split.summary()
+    usable = [example for example in split.usable() if example.gold_row_count <= agent.max_gold_rows]
+    fewshot = build_fewshot_prompt(split.usable(), fewshot_examples)
+    training = [example for example in usable if example.question not in fewshot.example_questions]
+    if agent.max_questions is not None:
+        training = training[: agent.max_questions]
+    if not training:
+        raise ValueError(f"no usable {'+'.join(phase.hardness)} questions in {agent.data_dir}:\n{summary}")
+    summary += f"\n  training on {len(training)} questions (gold of at most {agent.max_gold_rows} rows"
+    summary += f", {len(fewshot.example_questions)} kept out as few-shot examples)"
+    dataset = Dataset.from_list(to_grpo_rows(training, fewshot.base_prompt))
+    dataset.set_transform(fewshot.apply)
+    return dataset, fewshot, summary
+
+
+def phase_dir(grpo: GRPOConfig, phase_name: str) -> Path:
+    return Path(grpo.output_dir) / phase_name
+
+
+def last_checkpoint(directory: Path) -> Path | None:
+    checkpoints = sorted(directory.glob("checkpoint-*"), key=lambda path: int(path.name.split("-")[-1]))
+    return checkpoints[-1] if checkpoints else None
+
+
+def check_outputs(agent: AgentConfig, grpo: GRPOConfig, phase: Phase) -> Path | None:
+    """Fail before any model loads: missing start adapter, resume without checkpoint, or one to lose."""
+    if phase.start_from is not None:
+        start = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME
+        if not (start / "adapter_config.json").is_file():
+            raise FileNotFoundError(
+                f"--phase {phase.name} starts from the {phase.start_from!r} adapter, expected at {start}; "
+                f"run `python train.py --phase {phase.start_from}` first (same --output_dir)"
+            )
+    checkpoint = last_checkpoint(phase_dir(grpo, phase.name))
+    if agent.resume and checkpoint is None:
+        raise FileNotFoundError(f"--resume: no checkpoint in {phase_dir(grpo, phase.name)}; start without --resume")
+    if not agent.resume and checkpoint is not None:
+        raise FileExistsError(
+            f"{phase_dir(grpo, phase.name)} already has {checkpoint.name}: pass --resume to continue it, "
+            "or choose another --output_dir"
+        )
+    if agent.hub_repo:
+        from huggingface_hub import get_token
+
+        if get_token() is None:
+            raise ValueError(f"--push-to-hub {agent.hub_repo}: no Hugging Face token; run `hf auth login` first")
+    return checkpoint
+
+
+# ---------------------------------------------------------------------------------------------- model
+
+
+def load_model(agent: AgentConfig, grpo: GRPOConfig, start_adapter: Path | None) -> tuple[Any, Any]:
+    """Base model plus a trainable LoRA on all linear layers, optionally starting from saved weights."""
+    local = agent.embedded or Path(agent.model).is_dir()
+    if agent.backend == "unsloth":
+        from unsloth import FastLanguageModel
+
+        model, tokenizer = FastLanguageModel.from_pretrained(
+            agent.model, max_seq_length=agent.max_seq_length, load_in_4bit=agent.load_in_4bit,
+            dtype=None, local_files_only=local,
+        )
+        model = FastLanguageModel.get_peft_model(
+            model, r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
+            use_gradient_checkpointing="unsloth" if grpo.gradient_checkpointing else False, random_state=grpo.seed,
+        )
+    else:
+        from peft import LoraConfig, get_peft_model
+        from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+        quantization = BitsAndBytesConfig(load_in_4bit=True) if agent.load_in_4bit else None
+        dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+        model = AutoModelForCausalLM.from_pretrained(
+            agent.model, dtype=dtype, quantization_config=quantization, local_files_only=local
+        )
+        tokenizer = AutoTokenizer.from_pretrained(agent.model, local_files_only=local)
+        lora = LoraConfig(r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
+                          task_type="CAUSAL_LM")
+        model = get_peft_model(model, lora)
+    if start_adapter is not None:
+        load_adapter_weights(model, start_adapter)
+    return model, tokenizer
+
+
+def load_adapter_weights(model: Any, adapter_dir: Path) -> None:
+    """Carry a saved LoRA into the fresh, trainable one (same rank and targets)."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    result = set_peft_model_state_dict(model, load_file(adapter_dir / "adapter_model.safetensors"))
+    unexpected = getattr(result, "unexpected_keys", [])
+    if unexpected:
+        raise ValueError(f"{adapter_dir} does not fit this model's LoRA (rank/targets differ): {unexpected[:3]}")
+
+
+# -------------------------------------------------------------------------------------------- trainer
+
+
+def build_trainer(
+    agent: AgentConfig, grpo: AgentGRPOConfig, model: Any, tokenizer: Any, dataset: Dataset,
+    fewshot: FewShotPrompt, epochs_before_phase: float, rollout_logger: RolloutLogger,
+) -> GRPOTrainer:
+    grpo.max_tool_calling_iterations = agent.step_budget + EXTRA_TOOL_TURNS
+    # episode_metrics only logs (weight 0); the reward is SQLEnv.get_reward, which TRL adds with weight 1.
+    grpo.reward_weights = [0.0]
+    callbacks: list[TrainerCallback] = [
+        FewShotSchedulerCallback(fewshot, agent.fewshot_retire_after_epochs, epochs_before_phase),
+        rollout_logger,
+    ]
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=[rollout_logger.episode_metrics],
+        args=grpo,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        environment_factory=functools.partial(SQLEnv, step_budget=agent.step_budget),
+        callbacks=callbacks,
+    )
+
+
+def train_with_oom_fallback(
+    make_trainer: Callable[[], GRPOTrainer], grpo: AgentGRPOConfig, agent: AgentConfig, checkpoint: Path | None,
+    out_dir: Path,
+) -> GRPOTrainer:
+    """Train; on a CUDA out-of-memory error, retry once from the last checkpoint with shorter completions."""
+    trainer = make_trainer()
+    try:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        return trainer
+    except torch.OutOfMemoryError:
+        if grpo.max_completion_length <= agent.oom_fallback_completion_length:
+            raise
+        print(f"[train] out of memory at max_completion_length {grpo.max_completion_length}; "
+              f"retrying once with {agent.oom_fallback_completion_length}", flush=True)
+    del trainer
+    torch.cuda.empty_cache()
+    grpo.max_completion_length = agent.oom_fallback_completion_length
+    trainer = make_trainer()
+    retry_from = last_checkpoint(out_dir)
+    trainer.train(resume_from_checkpoint=str(retry_from) if retry_from else None)
+    return trainer
+
+
+# ----------------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], None] | None = None) -> Path | None:
+    """Run one curriculum phase; returns the saved adapter folder (None for --dry-run).
+
+    ``before_train`` lets tests reach the trainer before it trains (e.g. to script generation).
+    """
+    try:
+        agent, grpo, explicit = parse_config(sys.argv[1:] if argv is None else argv)
+    except ValueError as error:
+        raise SetupError(str(error)) from error
+    if agent.embedded or not torch.cuda.is_available() or not hub_is_reachable(agent.model):
+        reason = "asked for" if agent.embedded else ("no CUDA GPU" if not torch.cuda.is_available() else
+                                                      f"{agent.model} cannot be reached")
+        apply_embedded_mode(agent, grpo, explicit)
+        print(f"[train] EMBEDDED MODE ({reason}): tiny offline Qwen3 at {agent.model}, data {agent.data_dir}, "
+              f"{agent.max_questions} questions, completions of {grpo.max_completion_length} tokens. "
+              "It checks the pipeline; it does not train a useful model.", flush=True)
+
+    try:
+        phases = load_curriculum(agent.curriculum)
+        phase, epochs_before_phase = select_phase(phases, agent.phase)
+        if "num_train_epochs" not in explicit:
+            grpo.num_train_epochs = phase.epochs
+        checkpoint = check_outputs(agent, grpo, phase)
+        # A phase that starts after the examples retire trains without them; its rows never carry them.
+        fewshot_count = agent.fewshot_examples if epochs_before_phase < agent.fewshot_retire_after_epochs else 0
+        dataset, fewshot, summary = prepare_dataset(agent, phase, fewshot_count)
+    except (ValueError, FileNotFoundError, FileExistsError) as error:
+        raise SetupError(str(error)) from error
+    start_adapter = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME if phase.start_from else None
+    out_dir = phase_dir(grpo, phase.name)
+    grpo.output_dir = str(out_dir)
+    print(f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
+          f"start from {start_adapter or agent.model}\n{summary}", flush=True)
+    if agent.dry_run:
+        print("[train] dry run: config, data and adapters check out; no model loaded.")
+        return None
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "train_config.json").write_text(json.dumps(
+        {"agent": dataclasses.asdict(agent), "grpo": grpo.to_dict(), "phase": dataclasses.asdict(phase)},
+        indent=2, default=str))
+    model, tokenizer = load_model(agent, grpo, start_adapter)
+    rollout_logger = RolloutLogger(out_dir, grpo.num_generations, agent.rollouts_logged_per_step)
+
+    def make_trainer() -> GRPOTrainer:
+        trainer = build_trainer(agent, grpo, model, tokenizer, dataset, fewshot, epochs_before_phase, rollout_logger)
+        if before_train is not None:
+            before_train(trainer)
+        return trainer
+
+    trainer = train_with_oom_fallback(make_trainer, grpo, agent, checkpoint, out_dir)
+
+    adapter_dir = out_dir / ADAPTER_DIRNAME
+    trainer.model.save_pretrained(adapter_dir)
+    tokenizer.save_pretrained(adapter_dir)
+    plot_training_curves(trainer.state.log_history, out_dir / "training_curves.png")
+    print(f"[train] saved adapter to {adapter_dir}; curves in {out_dir / 'training_curves.png'}", flush=True)
+    if agent.hub_repo:
+        trainer.model.push_to_hub(agent.hub_repo)
+        tokenizer.push_to_hub(agent.hub_repo)
+        print(f"[train] pushed the adapter to {agent.hub_repo}")
+    return adapter_dir
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except SetupError as error:
+        # Configuration, data and output-folder problems: say what to fix, without a traceback.
+        print(f"train.py: error: {error}", file=sys.stderr)
+        sys.exit(2)

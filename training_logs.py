@@ -1,0 +1,134 @@
+"""What a training run records: per-step episode metrics, sampled rollouts, metric history, curves.
+
+``RolloutLogger`` plugs into TRL's GRPOTrainer twice: its ``episode_metrics`` method is a reward
+function of weight 0 (TRL hands reward functions the environments and a ``log_metric`` hook, so
+it is the one place that sees every finished episode), and it is a ``TrainerCallback`` that
+appends every log line to ``metrics.jsonl`` as it happens, so nothing is lost on a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+# Curves worth looking at, by the key TRL or episode_metrics logs them under.
+PLOTTED_METRICS = {
+    "reward": "reward (mean)",
+    "reward_std": "reward spread (std)",
+    "frac_reward_zero_std": "groups with zero advantage",
+    "episode/post_episode_calls": "calls after the episode, per episode",
+    "episode/accuracy": "training accuracy",
+    "episode/tool_calls": "tool calls per episode",
+}
+
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def zero_advantage_share(rewards: list[float], group_size: int) -> float:
+    """Share of prompt groups whose completions all got the same reward (no gradient signal)."""
+    groups = [rewards[start : start + group_size] for start in range(0, len(rewards), group_size)]
+    return _mean([float(max(group) - min(group) < 1e-9) for group in groups if group])
+
+
+class RolloutLogger(TrainerCallback):
+    """Logs episode metrics each step, writes sampled rollouts and every log line to JSONL files."""
+
+    def __init__(self, out_dir: Path, group_size: int, rollouts_per_step: int = 2) -> None:
+        self.out_dir = Path(out_dir)
+        self.group_size = group_size
+        self.rollouts_per_step = rollouts_per_step
+        self.rollouts_path = self.out_dir / "rollouts.jsonl"
+        self.metrics_path = self.out_dir / "metrics.jsonl"
+
+    def episode_metrics(
+        self,
+        completions: list[Any],
+        environments: list[Any],
+        log_metric: Callable[[str, float], None],
+        trainer_state: TrainerState | None = None,
+        hardness: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[float]:
+        """A reward function of weight 0: logs what the episodes did, returns zeros."""
+        episodes = [environment.episode for environment in environments]
+        rewards = [environment.get_reward() for environment in environments]
+        steps = sum(episode.in_episode_steps for episode in episodes)
+        log_metric("episode/accuracy", _mean([float(episode.is_correct) for episode in episodes]))
+        log_metric("episode/answered", _mean([float(episode.answer is not None) for episode in episodes]))
+        log_metric("episode/tool_calls", _mean([float(episode.in_episode_steps) for episode in episodes]))
+        log_metric("episode/post_episode_calls", _mean([float(episode.post_episode_calls) for episode in episodes]))
+        log_metric("episode/tool_error_rate", sum(episode.tool_errors for episode in episodes) / max(steps, 1))
+        log_metric("episode/zero_advantage_groups", zero_advantage_share(rewards, self.group_size))
+        by_hardness: dict[str, list[float]] = defaultdict(list)
+        for episode, level in zip(episodes, hardness or [""] * len(episodes), strict=True):
+            by_hardness[level or "unknown"].append(float(episode.is_correct))
+        for level, correct in by_hardness.items():
+            log_metric(f"accuracy/{level}", _mean(correct))
+        step = trainer_state.global_step if trainer_state is not None else 0
+        self._write_rollouts(step, episodes, rewards, hardness or [""] * len(episodes))
+        return [0.0] * len(completions)
+
+    def _write_rollouts(self, step: int, episodes: list[Any], rewards: list[float], hardness: list[str]) -> None:
+        """The best and worst episode of the first group (and so on, up to rollouts_per_step)."""
+        group = range(min(self.group_size, len(episodes)))
+        ranked = sorted(group, key=lambda index: rewards[index], reverse=True)
+        picked = [ranked[0], ranked[-1]] if len(ranked) > 1 else ranked
+        picked = list(dict.fromkeys(picked + ranked))[: self.rollouts_per_step]
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        with self.rollouts_path.open("a", encoding="utf-8") as handle:
+            for index in picked:
+                record = {"step": step, "hardness": hardness[index], **episodes[index].to_dict()}
+                handle.write(json.dumps(record, default=str) + "\n")
+
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, float] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if logs:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            with self.metrics_path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+
+def plot_training_curves(log_history: list[dict[str, Any]], path: Path) -> Path | None:
+    """A grid of the plotted metrics over steps; None when nothing was logged."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = {
+        key: [(entry["step"], entry[key]) for entry in log_history if key in entry and "step" in entry]
+        for key in PLOTTED_METRICS
+    }
+    series = {key: points for key, points in series.items() if points}
+    if not series:
+        return None
+    columns = 2
+    rows = (len(series) + 1) // columns
+    figure, axes = plt.subplots(rows, columns, figsize=(10, 3 * rows), squeeze=False)
+    for axis, (key, points) in zip(axes.flat, series.items()):
+        steps, values = zip(*points)
+        axis.plot(steps, values, marker="o", markersize=3)
+        axis.set_title(PLOTTED_METRICS[key])
+        axis.set_xlabel("step")
+        axis.grid(alpha=0.3)
+    for axis in list(axes.flat)[len(series):]:
+        axis.set_visible(False)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
