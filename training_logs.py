@@ -17,6 +17,8 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from fewshot import FEWSHOT_HEADER
+
 # Curves worth looking at, by the key TRL or episode_metrics logs them under.
 PLOTTED_METRICS = {
     "reward": "reward (mean)",
@@ -50,6 +52,7 @@ class RolloutLogger(TrainerCallback):
 
     def episode_metrics(
         self,
+        prompts: list[Any],
         completions: list[Any],
         environments: list[Any],
         log_metric: Callable[[str, float], None],
@@ -73,10 +76,14 @@ class RolloutLogger(TrainerCallback):
         for level, correct in by_hardness.items():
             log_metric(f"accuracy/{level}", _mean(correct))
         step = trainer_state.global_step if trainer_state is not None else 0
-        self._write_rollouts(step, episodes, rewards, hardness or [""] * len(episodes))
+        levels = hardness or [""] * len(episodes)
+        self._write_rollouts(step, prompts, completions, episodes, rewards, levels)
         return [0.0] * len(completions)
 
-    def _write_rollouts(self, step: int, episodes: list[Any], rewards: list[float], hardness: list[str]) -> None:
+    def _write_rollouts(
+        self, step: int, prompts: list[Any], completions: list[Any], episodes: list[Any], rewards: list[float],
+        hardness: list[str],
+    ) -> None:
         """The best and worst episode of the first group (and so on, up to rollouts_per_step)."""
         group = range(min(self.group_size, len(episodes)))
         ranked = sorted(group, key=lambda index: rewards[index], reverse=True)
@@ -85,7 +92,15 @@ class RolloutLogger(TrainerCallback):
         self.out_dir.mkdir(parents=True, exist_ok=True)
         with self.rollouts_path.open("a", encoding="utf-8") as handle:
             for index in picked:
-                record = {"step": step, "hardness": hardness[index], **episodes[index].to_dict()}
+                system, *conversation = prompts[index]
+                record = {
+                    "step": step,
+                    "hardness": hardness[index],
+                    "fewshot_in_prompt": FEWSHOT_HEADER in system["content"],
+                    "prompt": conversation,
+                    "completion": completions[index],
+                    **episodes[index].to_dict(),
+                }
                 handle.write(json.dumps(record, default=str) + "\n")
 
     def on_log(

@@ -1,0 +1,227 @@
+"""train.py on CPU: config checks, and real GRPO runs through SQLEnv with scripted generation.
+
+The tiny random model cannot call tools, so these runs replace the trainer's
+``_generate_single_turn`` (the one method TRL uses for the first turn and every tool-loop turn)
+with a script that writes real Qwen3 tool calls. Everything else is the real pipeline: TRL's
+tool loop, SQLEnv, the verifier, rewards, few-shot callback, checkpoints, adapters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import train  # noqa: E402  (imports unsloth first, as train.py must)
+from agent_env import POST_EPISODE_PENALTY, load_gold  # noqa: E402
+from spider_data import BUILTIN_DATA_DIR, load_split  # noqa: E402
+from sql_structure import tables_used  # noqa: E402
+from verifier import format_answer  # noqa: E402
+
+ASSISTANT_HEADER = "<|im_start|>assistant"
+
+
+def tool_call(name: str, **arguments: str) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call><|im_end|>"
+
+
+class ScriptedAgent:
+    """Plays every tool, answers right on even generations and wrong on odd ones, then calls once more."""
+
+    def __init__(self) -> None:
+        examples = load_split(BUILTIN_DATA_DIR, "train", progress=False).usable()
+        self.gold = {example.question: example for example in examples}
+        self.calls = 0
+
+    def turn(self, text: str, generation: int) -> str:
+        user_message = text.split("<|im_start|>user", 1)[1]  # the system prompt holds few-shot questions too
+        question = next(q for q in self.gold if q in user_message)
+        example = self.gold[question]
+        table = tables_used(example.gold_sql)[0]
+        answer = format_answer(load_gold(example.db_path, example.gold_sql).rows)
+        script = [
+            tool_call("describe", table=table),
+            tool_call("sample", table=table),
+            tool_call("query", sql=example.gold_sql),
+            tool_call("answer", value=answer if generation % 2 == 0 else "certainly wrong"),
+            tool_call("query", sql="SELECT 1"),  # after the episode: must cost the penalty
+            "Done.<|im_end|>",
+        ]
+        turn = text.count(ASSISTANT_HEADER) - 1
+        return script[min(turn, len(script) - 1)]
+
+    def install(self, trainer: Any) -> None:
+        tokenizer = trainer.processing_class
+
+        def generate(prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+            completions = []
+            for index, ids in enumerate(prompt_ids):
+                self.calls += 1
+                text = tokenizer.decode(ids)
+                completions.append(tokenizer.encode(self.turn(text, index), add_special_tokens=False))
+            return completions, None
+
+        trainer._generate_single_turn = generate
+
+
+def run_phase(output_dir: Path, *extra: str, before_train: Any = None) -> Path | None:
+    agent = ScriptedAgent()
+
+    def hook(trainer: Any) -> None:
+        agent.install(trainer)
+        if before_train is not None:
+            before_train(trainer)
+
+    argv = ["--output_dir", str(output_dir), "--max_questions", "2", "--num_generations", "2",
+            "--gradient_accumulation_steps", "2", "--max_completion_length", "1536", "--save_steps", "1",
+            "--report_to", "none", "--learning_rate", "1e-3", "--warmup_steps", "0", *extra]
+    return train.main(argv, before_train=hook)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# --- config --------------------------------------------------------------------------------------
+
+
+def test_generation_batch_not_a_multiple_of_num_generations_is_rejected_with_fixes() -> None:
+    with pytest.raises(ValueError) as error:
+        train.parse_config(["--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "8"])
+    message = str(error.value)
+    assert "8 completions per step" in message and "--num_generations 6" in message
+    assert "--per_device_train_batch_size 1 --gradient_accumulation_steps 6" in message
+
+
+def test_defaults_follow_the_plan() -> None:
+    agent, grpo, _ = train.parse_config([])
+    assert grpo.num_generations == 6 and grpo.max_completion_length == 512 and grpo.gradient_checkpointing
+    assert grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps % grpo.num_generations == 0
+    assert grpo.chat_template_kwargs == {"enable_thinking": False}
+    phases = train.load_curriculum(agent.curriculum)
+    assert [(p.name, p.hardness, p.epochs, p.start_from) for p in phases] == [
+        ("easy", ("easy",), 1.0, None), ("mixed", ("easy", "medium"), 2.0, "easy")]
+    assert sum(phase.epochs for phase in phases) == 3
+
+
+def test_push_to_hub_takes_a_repo_name() -> None:
+    agent, grpo, _ = train.parse_config(["--push-to-hub", "me/sql-agent"])
+    assert agent.hub_repo == "me/sql-agent" and not grpo.push_to_hub
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--phase", "hard"], "unknown --phase 'hard'; the curriculum has: easy, mixed"),
+        (["--phase", "mixed"], "run `python train.py --phase easy` first"),
+        (["--phase", "easy", "--resume"], "no checkpoint"),
+        (["--backend", "jax"], "--backend must be"),
+    ],
+)
+def test_setup_problems_are_reported_before_loading_a_model(tmp_path: Path, argv: list[str], message: str) -> None:
+    with pytest.raises(train.SetupError, match=message):
+        train.main(["--output_dir", str(tmp_path), "--dry-run", *argv])
+
+
+def test_dry_run_checks_and_loads_no_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert train.main(["--output_dir", str(tmp_path), "--phase", "easy", "--dry-run"]) is None
+    output = capsys.readouterr().out
+    assert "EMBEDDED MODE" in output and "dry run" in output
+    assert not (tmp_path / "easy").exists()
+
+
+def test_a_custom_curriculum_needs_no_code_change(tmp_path: Path) -> None:
+    curriculum = tmp_path / "c.yaml"
+    curriculum.write_text("phases:\n  - {name: warm, hardness: [easy], epochs: 0.5}\n"
+                          "  - {name: all, hardness: [easy, medium, hard, extra], epochs: 1, start_from: warm}\n")
+    phases = train.load_curriculum(curriculum)
+    assert train.select_phase(phases, "all") == (phases[1], 0.5)
+    curriculum.write_text("phases:\n  - {name: x, hardness: [tricky], epochs: 1}\n")
+    with pytest.raises(ValueError, match="unknown hardness"):
+        train.load_curriculum(curriculum)
+
+
+# --- real GRPO runs ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_grpo_run_calls_every_tool_and_the_post_episode_penalty_shows(tmp_path: Path) -> None:
+    adapter = run_phase(tmp_path, "--phase", "easy")
+    assert adapter is not None and (adapter / "adapter_model.safetensors").is_file()
+    rollouts = read_jsonl(tmp_path / "easy" / "rollouts.jsonl")
+    tools = {step["tool"] for rollout in rollouts for step in rollout["steps"]}
+    assert tools == {"describe", "sample", "query", "answer"}
+    rewards = sorted(rollout["reward"] for rollout in rollouts)
+    for rollout in rollouts:
+        assert rollout["post_episode_calls"] == 1
+        assert rollout["reward_parts"]["post_episode_penalty"] == pytest.approx(-POST_EPISODE_PENALTY)
+    assert rewards[0] < 0.2 < 0.8 < rewards[-1] < 1.0 + 0.15  # a wrong and a right answer, both penalised
+    metrics = read_jsonl(tmp_path / "easy" / "metrics.jsonl")
+    step_logs = [entry for entry in metrics if "episode/post_episode_calls" in entry]
+    assert step_logs and all(entry["episode/post_episode_calls"] == 1.0 for entry in step_logs)
+    assert all(entry["frac_reward_zero_std"] == 0.0 for entry in step_logs)  # right and wrong in every group
+    assert (tmp_path / "easy" / "training_curves.png").stat().st_size > 0
+    assert json.loads((tmp_path / "easy" / "train_config.json").read_text())["grpo"]["num_generations"] == 2
+
+
+@pytest.mark.slow
+def test_fewshot_examples_are_in_prompts_before_the_switch_and_gone_after(tmp_path: Path) -> None:
+    run_phase(tmp_path, "--phase", "easy", "--num_train_epochs", "2")
+    rollouts = read_jsonl(tmp_path / "easy" / "rollouts.jsonl")
+    first_epoch = [r["fewshot_in_prompt"] for r in rollouts if r["step"] < 2]
+    second_epoch = [r["fewshot_in_prompt"] for r in rollouts if r["step"] >= 2]
+    assert first_epoch and all(first_epoch)
+    assert second_epoch and not any(second_epoch)
+
+
+@pytest.mark.slow
+def test_mixed_phase_starts_from_the_easy_adapter(tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    easy_adapter = run_phase(tmp_path, "--phase", "easy")
+    saved = load_file(easy_adapter / "adapter_model.safetensors")
+    assert any(tensor.abs().sum() > 0 for name, tensor in saved.items() if "lora_B" in name)  # it learned something
+    seen: dict[str, Any] = {}
+
+    def capture_start(trainer: Any) -> None:
+        from peft import get_peft_model_state_dict
+
+        seen.update({name: tensor.detach().clone() for name, tensor in get_peft_model_state_dict(trainer.model).items()})
+
+    run_phase(tmp_path, "--phase", "mixed", "--num_train_epochs", "1", before_train=capture_start)
+    assert set(seen) == set(saved)
+    assert all(seen[name].float().allclose(saved[name].float()) for name in saved)
+    mixed_rollouts = read_jsonl(tmp_path / "mixed" / "rollouts.jsonl")
+    assert not any(rollout["fewshot_in_prompt"] for rollout in mixed_rollouts)  # retired after epoch 1
+
+
+class Interrupt(Exception):
+    pass
+
+
+@pytest.mark.slow
+def test_resume_continues_an_interrupted_phase(tmp_path: Path) -> None:
+    def crash_after_two_steps(trainer: Any) -> None:
+        from transformers import TrainerCallback
+
+        class Crash(TrainerCallback):
+            def on_save(self, args, state, control, **kwargs):
+                if state.global_step == 2:
+                    raise Interrupt
+
+        trainer.add_callback(Crash())
+
+    with pytest.raises(Interrupt):
+        run_phase(tmp_path, "--phase", "easy", "--num_train_epochs", "2", before_train=crash_after_two_steps)
+    assert train.last_checkpoint(tmp_path / "easy").name == "checkpoint-2"
+    with pytest.raises(train.SetupError, match="pass --resume"):
+        run_phase(tmp_path, "--phase", "easy", "--num_train_epochs", "2")
+    run_phase(tmp_path, "--phase", "easy", "--num_train_epochs", "2", "--resume")
+    steps = [entry["step"] for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
+    assert steps == [1, 2, 3, 4]  # steps 1-2 before the crash, 3-4 after resuming; none repeated
+    assert (tmp_path / "easy" / "adapter" / "adapter_model.safetensors").is_file()
