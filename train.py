@@ -16,22 +16,33 @@ rollouts.jsonl (what the model did), metrics.jsonl and a training-curve plot.
 from __future__ import annotations
 
 import os
+import sys
+
+import torch
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("UNSLOTH_DISABLE_STATISTICS", "1")
 
-import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
+
+def _plain_trl_requested(argv: list[str]) -> bool:
+    """`--backend transformers` on a GPU: then Unsloth must not be imported, or it would patch TRL."""
+    pairs = zip(argv, argv[1:] + [""])
+    asked = "--backend=transformers" in argv or any(a == "--backend" and b == "transformers" for a, b in pairs)
+    # On CPU, trl 1.15 needs Unsloth's CPU replacement for its Triton-only LM-head kernel, so it stays.
+    return asked and torch.cuda.is_available()
+
+
+if not _plain_trl_requested(sys.argv[1:]):
+    import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
 
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-import torch  # noqa: E402
 import yaml  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
@@ -40,7 +51,7 @@ from trl import GRPOConfig, GRPOTrainer, TrlParser  # noqa: E402
 from agent_env import DEFAULT_STEP_BUDGET, SQLEnv  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
-from training_logs import RolloutLogger, plot_training_curves  # noqa: E402
+from training_logs import RolloutLogger, plot_training_curves, run_summary  # noqa: E402
 
 REPO_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
@@ -463,6 +474,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     trainer.model.save_pretrained(adapter_dir)
     tokenizer.save_pretrained(adapter_dir)
     plot_training_curves(trainer.state.log_history, out_dir / "training_curves.png")
+    print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
     print(f"[train] saved adapter to {adapter_dir}; curves in {out_dir / 'training_curves.png'}", flush=True)
     if agent.hub_repo:
         trainer.model.push_to_hub(agent.hub_repo)

@@ -112,14 +112,44 @@ class RolloutLogger(TrainerCallback):
         **kwargs: Any,
     ) -> None:
         if logs:
+            logs.update(gpu_memory_gib())
             self.out_dir.mkdir(parents=True, exist_ok=True)
             with self.metrics_path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
 
 
+def gpu_memory_gib() -> dict[str, float]:
+    """Peak GPU memory so far (allocated by tensors, reserved by the allocator); empty without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return {}
+    return {
+        "gpu/peak_allocated_gib": round(torch.cuda.max_memory_allocated() / 2**30, 3),
+        "gpu/peak_reserved_gib": round(torch.cuda.max_memory_reserved() / 2**30, 3),
+    }
+
+
+def run_summary(log_history: list[dict[str, Any]], skip_first: int = 1) -> str:
+    """One line for the end of a run: median step time after warm-up, reward, peak GPU memory."""
+    step_times = [entry["step_time"] for entry in log_history if "step_time" in entry][skip_first:]
+    rewards = [entry["reward"] for entry in log_history if "reward" in entry]
+    parts = [f"{len(rewards)} steps"]
+    if step_times:
+        parts.append(f"median step time {statistics.median(step_times):.2f} s (after {skip_first} warm-up)")
+    if rewards:
+        parts.append(f"mean reward {statistics.fmean(rewards):.3f}")
+    parts += [f"{name.split('/')[-1]} {value:.2f} GiB" for name, value in gpu_memory_gib().items()]
+    return ", ".join(parts)
+
+
 def plot_training_curves(log_history: list[dict[str, Any]], path: Path) -> Path | None:
-    """A grid of the plotted metrics over steps; None when nothing was logged."""
-    import matplotlib
+    """A grid of the plotted metrics over steps; None when nothing was logged or matplotlib is absent."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("[train] matplotlib is not installed: no training-curve plot (pip install matplotlib)")
+        return None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
