@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from sql_structure import SQLStructureError, orders_result, tables_used
 from sqlite_readonly import DEFAULT_TIMEOUT_S, QueryResult, ReadOnlyDatabase
-from verifier import ANSWER_FORMAT_HELP, format_answer, verify_answer
+from verifier import ANSWER_FORMAT_HELP, format_answer, format_cell, verify_answer
 
 DEFAULT_STEP_BUDGET = 10
 MAX_RESULT_ROWS = 20
@@ -267,7 +267,7 @@ class SQLEnv:
 
     def _format_result(self, result: QueryResult) -> str:
         lines = [" | ".join(result.columns)]
-        lines += [" | ".join(format_answer([(value,)]) for value in row) for row in result.rows]
+        lines += [" | ".join(format_cell(value) for value in row) for row in result.rows]
         text = "\n".join(lines)
         notes = []
         if result.truncated:

@@ -1,10 +1,12 @@
 """Is this answer right? The one verifier behind the training reward, the eval suite and the oracle.
 
-    verify_answer(predicted, gold_rows, ordered=False)
-        = any(rows_match(candidate, gold_rows) for candidate in candidate_row_sets(unwrap_answer(predicted)))
+verify_answer reads the answer as written and unwrapped (unwrap_answer), parses each reading into the
+row sets it could mean (candidate_row_sets), and accepts if any of them matches the gold rows
+(rows_match_ordered / rows_match_unordered), each cell compared by the gold cell's type (gold_key,
+cell_key, numbers_close). format_answer writes gold rows the way ANSWER_FORMAT_HELP asks the model to.
 
 Pure functions only: no I/O, no state. Each normalisation is one named function whose docstring says
-what it accepts; tests/test_verifier.py holds one table per family.
+what it accepts; tests/test_verifier.py holds one table per family of answers.
 """
 
 from __future__ import annotations
@@ -41,9 +43,8 @@ _QUOTES = "'\"`"
 
 def format_cell(value: object) -> str:
     """One gold cell as the model should write it: None and blank text -> NULL, bools -> 0/1, integral
-    floats below 1e15 -> digits, other floats -> 10 significant digits (all of them if 10 would round
-    to inf), bytes -> UTF-8 text, text with
-    its whitespace collapsed (so a cell never spans lines)."""
+    floats below 1e15 -> digits, other floats -> 10 significant digits (repr if that would round to inf),
+    bytes -> UTF-8 text, text with its whitespace collapsed (so a cell never spans lines)."""
     if value is None:
         return "NULL"
     if isinstance(value, (bool, int)):
@@ -112,13 +113,16 @@ def collapse_whitespace(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+UNWRAPPERS = (strip_code_fence, strip_answer_prefix, strip_surrounding_quotes, strip_trailing_period)
+
+
 def unwrap_answer(text: str) -> str:
     """All the unwrappers above, repeated until nothing changes (so ```Answer: "x".``` -> x)."""
     previous = None
     text = text.strip()
     while text != previous:
         previous = text
-        for unwrap in (strip_code_fence, strip_answer_prefix, strip_surrounding_quotes, strip_trailing_period):
+        for unwrap in UNWRAPPERS:
             text = unwrap(text).strip()
     return collapse_whitespace(text)
 
@@ -127,7 +131,8 @@ def unwrap_answer(text: str) -> str:
 
 
 def split_table_row(line: str) -> list[str]:
-    """Accepts `a | b` and markdown rows `| a | b |` (either outer pipe optional) -> ['a', 'b']."""
+    """Accepts `a | b` and markdown rows `| a | b |` (either outer pipe optional) -> ['a', 'b'].
+    So `a |` is one cell: an empty cell must be written NULL, as format_cell does."""
     line = line.strip()
     line = line[1:] if line.startswith("|") else line
     line = line[:-1] if line.endswith("|") else line
@@ -293,11 +298,12 @@ def rows_match_unordered(predicted: list[list[str]], gold: Sequence[Sequence[obj
 
 
 def _match_tolerant_rows(predicted: list, gold: list) -> bool:
-    """Predicted rows as (keys, normalized cells), gold rows as (keys, cells), every gold row having a float cell (key None). Gold rows
-    are bucketed by which cells are floats and by the keys of the others; a predicted row goes to each
-    bucket its keys and numbers fit (one, unless a column mixes ints and floats). Where every row has one
-    bucket, buckets are matched by sorting both sides: exact for a single float column (the 'close'
-    interval of a value moves up with the value), a shortcut for several; otherwise _has_perfect_matching."""
+    """Predicted rows as (keys, normalized cells); gold rows as (keys, cells), each with a float cell
+    (key None). Gold rows are bucketed by which cells are floats and by the keys of the others; a
+    predicted row goes to every bucket its keys and numbers fit (one, unless a column mixes ints and
+    floats). When each row fits one bucket, buckets are matched by sorting both sides: exact for one
+    float column (the interval of values close to x moves up with x), a shortcut for several; what is
+    left is decided by _has_perfect_matching."""
     buckets: dict[tuple, list[tuple[float, ...]]] = defaultdict(list)
     for keys, row in gold:
         mask = tuple(key is None for key in keys)
@@ -321,7 +327,8 @@ def _match_tolerant_rows(predicted: list, gold: list) -> bool:
             routed[bucket].append(numbers)
         if any(len(routed[bucket]) != len(values) for bucket, values in buckets.items()):
             return False
-        unsorted = [bucket for bucket, values in buckets.items() if not _sorted_pairs_close(routed[bucket], values)]
+        unsorted = [bucket for bucket, values in buckets.items()
+                    if not _sorted_pairs_close(routed[bucket], values)]
         if not unsorted or any(sum(mask) == 1 for mask, _ in unsorted):
             return not unsorted
     return _has_perfect_matching(routes, buckets)
@@ -330,7 +337,8 @@ def _match_tolerant_rows(predicted: list, gold: list) -> bool:
 def _sorted_pairs_close(predicted: list[tuple[float, ...]], gold: list[tuple[float, ...]]) -> bool:
     """Pairs the i-th smallest rows; several floats sort as printed by format_cell, so ties agree."""
     key = None if len(gold[0]) == 1 else _printed
-    return all(all(map(numbers_close, p, g)) for p, g in zip(sorted(predicted, key=key), sorted(gold, key=key)))
+    pairs = zip(sorted(predicted, key=key), sorted(gold, key=key))
+    return all(all(map(numbers_close, p, g)) for p, g in pairs)
 
 
 def _printed(numbers: tuple[float, ...]) -> tuple[float, ...]:
@@ -341,8 +349,8 @@ def _has_perfect_matching(routes: list, buckets: dict) -> bool:
     """Kuhn's augmenting paths from predicted rows to groups of equal gold rows (a group takes as many
     rows as it stands for). A row first takes a free group that prints like it (what a correct answer
     hits, in O(1)); a row that misses, or must make room, lists its options: the groups of its buckets
-    whose first float is within tolerance (by bisection) and all others too, closest first. Quadratic only
-    when thousands of such rows lie within 1% of each other."""
+    whose floats are all close (found by bisection on the first), closest first. This is quadratic
+    only when thousands of rows that do not print like the gold lie within 1% of each other."""
     capacity, values_of, firsts, offsets, printed = [], [], {}, {}, defaultdict(list)
     for bucket, gold_values in buckets.items():
         counts = Counter(gold_values)
@@ -357,8 +365,7 @@ def _has_perfect_matching(routes: list, buckets: dict) -> bool:
         if row not in known:
             scored = []
             for bucket, numbers in routes[row]:
-                margin = 1.01 * max(abs(numbers[0]) * RELATIVE_TOLERANCE / (1 - RELATIVE_TOLERANCE), ABSOLUTE_TOLERANCE)
-                low, high = (numbers[0], numbers[0]) if math.isinf(numbers[0]) else (numbers[0] - margin, numbers[0] + margin)
+                low, high = _window(numbers[0])
                 for j in range(bisect_left(firsts[bucket], low), bisect_right(firsts[bucket], high)):
                     group = offsets[bucket] + j
                     if all(map(numbers_close, numbers, values_of[group])):
@@ -379,6 +386,14 @@ def _has_perfect_matching(routes: list, buckets: dict) -> bool:
     return True
 
 
+def _window(number: float) -> tuple[float, float]:
+    """A range surely holding every value close to `number` (a little wider than needed)."""
+    if math.isinf(number):
+        return number, number
+    margin = 1.01 * max(abs(number) * RELATIVE_TOLERANCE / (1 - RELATIVE_TOLERANCE), ABSOLUTE_TOLERANCE)
+    return number - margin, number + margin
+
+
 def _augment(start: int, options, capacity: list[int], holders: list[set[int]]) -> bool:
     """Places predicted row `start`, moving placed rows along one alternating path if needed."""
     free = next((group for group in options(start) if len(holders[group]) < capacity[group]), None)
@@ -396,7 +411,8 @@ def _augment(start: int, options, capacity: list[int], holders: list[set[int]]) 
         elif step not in visited:
             visited.add(step)
             if len(holders[step]) < capacity[step]:
-                rows, groups = [row for row, _ in stack[::2]], [group for group, _ in stack[1::2]] + [step]
+                rows = [row for row, _ in stack[::2]]
+                groups = [group for group, _ in stack[1::2]] + [step]
                 for row, old_group in zip(rows[1:], groups):
                     holders[old_group].discard(row)
                 for row, group in zip(rows, groups):
@@ -413,7 +429,9 @@ def verify_answer(predicted: str, gold_rows: Sequence[Sequence[object]], ordered
     """True when `predicted` states exactly the gold result. The answer is read twice, as written (only
     whitespace collapsed, so gold text like `Answer: x` still matches) and unwrapped; each reading is
     parsed by candidate_row_sets, and any candidate matching the gold rows (row and column counts equal,
-    rows as a bag unless `ordered`) accepts. Empty gold accepts NONE, NULL, empty, `no rows`/`no results`."""
+    rows as a bag unless `ordered`) accepts. Empty gold accepts NONE, NULL, empty, `no rows`/`no results`.
+    A non-string answer (a tool call may pass a JSON number) is read as str(predicted)."""
+    predicted = predicted if isinstance(predicted, str) else str(predicted)
     readings = dict.fromkeys([collapse_whitespace(predicted), unwrap_answer(predicted)])
     if not gold_rows:
         return any(reading.casefold() in NO_ROWS_WORDS for reading in readings)
