@@ -89,6 +89,10 @@ class AgentConfig:
         metadata={"help": "Force the offline mode: tiny Qwen3 built locally, built-in data (automatic on CPU)."},
     )
     load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in 4 bits (QLoRA)."})
+    fast_inference: bool = field(
+        default=False,
+        metadata={"help": "Generate with Unsloth's vLLM path (needs vllm installed and --backend unsloth)."},
+    )
     lora_rank: int = field(default=32, metadata={"help": "LoRA rank, on all linear layers."})
     lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha."})
     max_seq_length: int = field(default=4096, metadata={"help": "Longest prompt plus completion, in tokens."})
@@ -122,6 +126,14 @@ class AgentConfig:
             raise ValueError(f"--fewshot_examples must be 0, 1 or 2, got {self.fewshot_examples}")
         if self.step_budget < 1:
             raise ValueError(f"--step_budget must be at least 1, got {self.step_budget}")
+        if self.fast_inference:
+            if self.backend != "unsloth":
+                raise ValueError("--fast_inference is Unsloth's vLLM path: use it with --backend unsloth")
+            try:
+                import vllm  # noqa: F401
+            except ImportError:
+                raise ValueError("--fast_inference needs vLLM, which is not installed here (pip install vllm); "
+                                 "leave the flag off to generate with Unsloth's own kernels") from None
 
 
 def nearest_valid_batches(per_device: int, accumulation: int, num_generations: int) -> list[str]:
@@ -332,7 +344,7 @@ def load_model(agent: AgentConfig, grpo: GRPOConfig, start_adapter: Path | None)
 
         model, tokenizer = FastLanguageModel.from_pretrained(
             agent.model, max_seq_length=agent.max_seq_length, load_in_4bit=agent.load_in_4bit,
-            dtype=None, local_files_only=local,
+            dtype=None, local_files_only=local, fast_inference=agent.fast_inference,
         )
         model = FastLanguageModel.get_peft_model(
             model, r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
@@ -375,6 +387,8 @@ def build_trainer(
     fewshot: FewShotPrompt, epochs_before_phase: float, rollout_logger: RolloutLogger,
 ) -> GRPOTrainer:
     grpo.max_tool_calling_iterations = agent.step_budget + EXTRA_TOOL_TURNS
+    if agent.fast_inference:
+        grpo.use_vllm, grpo.vllm_mode = True, "colocate"  # generation runs in Unsloth's in-process vLLM
     # episode_metrics only logs (weight 0); the reward is SQLEnv.get_reward, which TRL adds with weight 1.
     grpo.reward_weights = [0.0]
     callbacks: list[TrainerCallback] = [

@@ -225,3 +225,13 @@ def test_resume_continues_an_interrupted_phase(tmp_path: Path) -> None:
     steps = [entry["step"] for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
     assert steps == [1, 2, 3, 4]  # steps 1-2 before the crash, 3-4 after resuming; none repeated
     assert (tmp_path / "easy" / "adapter" / "adapter_model.safetensors").is_file()
+
+
+def test_fast_inference_without_vllm_fails_clearly() -> None:
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match="needs vLLM, which is not installed"):
+            train.parse_config(["--fast_inference"])
+    else:
+        pytest.skip("vLLM is installed here")
