@@ -28,6 +28,9 @@ from sqlite_readonly import DEFAULT_TIMEOUT_S, QueryResult, ReadOnlyDatabase
 from verifier import ANSWER_FORMAT_HELP, format_answer, format_cell, verify_answer
 
 DEFAULT_STEP_BUDGET = 10
+# Tool calls allowed past the budget (training's tool loop and eval alike), so that calls after
+# the episode can happen, be seen, and be penalised, while a policy that never stops is cut off.
+EXTRA_CALLS_AFTER_BUDGET = 2
 MAX_RESULT_ROWS = 20
 MAX_RESULT_CHARS = 1_200
 SAMPLE_ROWS = 3
@@ -88,6 +91,7 @@ class EpisodeRecord:
     gold_tables_inspected: set[str] = field(default_factory=set)
     executed_queries: int = 0
     saw_gold_result: bool = False
+    penalty_per_post_episode_call: float = POST_EPISODE_PENALTY
 
     @property
     def post_episode_calls(self) -> int:
@@ -150,8 +154,8 @@ def shaping_reward(episode: EpisodeRecord) -> float:
 
 
 def post_episode_penalty(episode: EpisodeRecord) -> float:
-    """-POST_EPISODE_PENALTY for every tool call made after the episode was over."""
-    return -POST_EPISODE_PENALTY * episode.post_episode_calls
+    """-POST_EPISODE_PENALTY (or the environment's own setting) for every tool call after the episode was over."""
+    return -episode.penalty_per_post_episode_call * episode.post_episode_calls
 
 
 # --- gold results ----------------------------------------------------------------------------
@@ -189,7 +193,8 @@ def _episode_step(tool: ToolMethod) -> ToolMethod:
     parameter_names = ", ".join(list(signature.parameters)[1:])
 
     @functools.wraps(tool)
-    def run_step(self: SQLEnv, *args: Any, **kwargs: Any) -> str:
+    def run_step(self: SQLEnv, /, *args: Any, **kwargs: Any) -> str:
+        # `self` is positional-only, so a model's argument named "self" reaches the check below.
         step = StepRecord(tool=tool.__name__, arguments=dict(kwargs))
         self.episode.steps.append(step)
         if self.episode.is_over:
@@ -227,10 +232,14 @@ class SQLEnv:
         query_timeout_s: float = DEFAULT_TIMEOUT_S,
         max_result_rows: int = MAX_RESULT_ROWS,
         max_result_chars: int = MAX_RESULT_CHARS,
+        post_episode_penalty: float = POST_EPISODE_PENALTY,
     ) -> None:
         if step_budget < 1:
             raise ValueError(f"step_budget must be at least 1, got {step_budget}")
+        if post_episode_penalty < 0:
+            raise ValueError(f"post_episode_penalty is subtracted per call: give 0 or more, got {post_episode_penalty}")
         self.step_budget = step_budget
+        self.post_episode_penalty = post_episode_penalty
         self.query_timeout_s = query_timeout_s
         self.max_result_rows = max_result_rows
         self.max_result_chars = max_result_chars
@@ -243,7 +252,8 @@ class SQLEnv:
         self._close_database()
         self._database = ReadOnlyDatabase(db_path, timeout_s=self.query_timeout_s)
         self._gold = load_gold(str(db_path), gold_sql, self.query_timeout_s)
-        self.episode = EpisodeRecord(question=question, db_path=str(db_path), gold_sql=gold_sql)
+        self.episode = EpisodeRecord(question=question, db_path=str(db_path), gold_sql=gold_sql,
+                                     penalty_per_post_episode_call=self.post_episode_penalty)
         return f"\n\nTables in this database: {', '.join(self._database.table_names())}"
 
     def get_reward(self) -> float:

@@ -22,12 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent_env import SQLEnv, load_gold
+from agent_env import EXTRA_CALLS_AFTER_BUDGET, SQLEnv, load_gold
 from sql_structure import SQLStructureError, tables_used
 from verifier import format_answer
 
-# Calls allowed past the step budget, so a policy that never stops is still cut off.
-EXTRA_CALLS_AFTER_BUDGET = 3
 NEVER_STOP_EXTRA_CALLS = 2
 
 
@@ -64,8 +62,13 @@ def assistant_tool_call_message(call: ToolCall) -> dict[str, Any]:
     }
 
 
+def tool_error(message: str) -> str:
+    """A tool error as TRL's tool loop shows it to the model during training."""
+    return str({"error": message})
+
+
 def run_tool(env: SQLEnv, call: ToolCall) -> str:
-    """Call one tool on the environment; an error becomes the text the model would see."""
+    """Call one tool on the environment; any error becomes the text the model would see in training."""
     tools: dict[str, Callable[..., str]] = {
         "describe": env.describe,
         "sample": env.sample,
@@ -73,11 +76,11 @@ def run_tool(env: SQLEnv, call: ToolCall) -> str:
         "answer": env.answer,
     }
     if call.name not in tools:
-        return f"Error: unknown tool {call.name!r}; tools are: {', '.join(tools)}"
+        return tool_error(f"unknown tool {call.name!r}; tools are: {', '.join(tools)}")
     try:
         return tools[call.name](**call.arguments)
-    except ValueError as error:
-        return f"Error: {error}"
+    except Exception as error:  # TRL's loop hands every tool exception back to the model, so does this
+        return tool_error(str(error))
 
 
 def initial_messages(env: SQLEnv, row: dict[str, Any]) -> list[dict[str, Any]]:

@@ -187,3 +187,8 @@ def test_a_new_reset_starts_a_clean_episode(env: SQLEnv, shop: Path) -> None:
     assert env.episode.steps == [] and not env.episode.is_over
     env.answer("ada")
     assert env.episode.is_correct
+
+
+def test_an_argument_named_self_gets_an_actionable_error(env: SQLEnv) -> None:
+    with pytest.raises(ValueError, match="describe takes exactly these arguments: table"):
+        env.describe(self="x", table="customer")  # type: ignore[call-arg]

@@ -1,0 +1,84 @@
+"""Evaluate a trained checkpoint or a built-in policy on a Spider-format split, and write a report.
+
+    python -m eval --checkpoint outputs/easy/adapter                      # built-in dev split, greedy
+    python -m eval --checkpoint outputs/mixed/adapter --data-dir ../spider --split dev --out eval_out/mixed
+    python -m eval --policy oracle --data-dir ../shared/spider --split train --out /tmp/oracle_spider
+    python -m eval --policy random --hardness easy medium --limit 50
+
+Writes OUT/report.json, OUT/report.md, OUT/by_hardness.png, and OUT/gold.sql + OUT/pred.sql for
+Spider's official evaluation scripts; prints the by-hardness table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from eval.checkpoint import import_unsloth
+
+# Nothing imported here loads transformers, so --backend unsloth can still import unsloth before it.
+from eval.evaluate import BACKENDS, EvalSettings, build_policy, evaluate, load_questions
+from eval.report import markdown_table, write_report
+from policies import SCRIPTED_POLICIES
+from spider_data import SPLIT_FILES
+from sql_structure import Hardness
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    help_of = {item.name: item.metadata["help"] for item in fields(EvalSettings)}
+    parser = argparse.ArgumentParser(prog="python -m eval", description=__doc__.splitlines()[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", type=Path, help=help_of["checkpoint"])
+    source.add_argument("--policy", choices=list(SCRIPTED_POLICIES), help=help_of["policy"])
+    parser.add_argument("--data-dir", type=Path, default=EvalSettings.data_dir, help=help_of["data_dir"])
+    parser.add_argument("--split", choices=list(SPLIT_FILES), default=EvalSettings.split, help=help_of["split"])
+    parser.add_argument("--out", type=Path, help=help_of["out"])
+    parser.add_argument("--limit", type=int, help=help_of["limit"])
+    parser.add_argument("--hardness", nargs="+", choices=[hardness.value for hardness in Hardness],
+                        help=help_of["hardness"])
+    parser.add_argument("--step-budget", type=int, default=EvalSettings.step_budget, help=help_of["step_budget"])
+    parser.add_argument("--batch-size", type=int, default=EvalSettings.batch_size, help=help_of["batch_size"])
+    parser.add_argument("--max-new-tokens", type=int, default=EvalSettings.max_new_tokens,
+                        help=help_of["max_new_tokens"])
+    parser.add_argument("--temperature", type=float, default=EvalSettings.temperature, help=help_of["temperature"])
+    parser.add_argument("--seed", type=int, default=EvalSettings.seed, help=help_of["seed"])
+    parser.add_argument("--base-model", help=help_of["base_model"])
+    parser.add_argument("--backend", choices=BACKENDS, default=EvalSettings.backend, help=help_of["backend"])
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="Hide progress bars.")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
+    if arguments.backend == "unsloth":
+        if importlib.util.find_spec("unsloth") is None:
+            parser.error("--backend unsloth needs the unsloth package (see requirements-unsloth.txt) and a CUDA GPU")
+        import_unsloth()
+
+    # Bad input (paths, names, numbers, a checkpoint that will not load) is a usage error, not a traceback.
+    try:
+        settings = EvalSettings(**vars(arguments))
+        split = load_questions(settings)
+        policy = build_policy(settings)
+    except (ValueError, FileNotFoundError) as error:
+        parser.error(str(error))
+    print(split.summary(), file=sys.stderr)
+    report = evaluate(settings, split, policy)
+    files = write_report(report, settings.out_dir)
+    print(f"\n{settings.to_dict()['policy']} on the {settings.split} split of {settings.data_dir}:\n")
+    print(markdown_table(report["by_hardness"]))
+    print(f"\n{report['timing']['elapsed_s']:.1f} s; report in {files['report.md']}")
+    for path in files.values():
+        print(f"  {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

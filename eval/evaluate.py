@@ -1,0 +1,125 @@
+"""One evaluation from its settings: load the questions, build the policy, play, report.
+
+    settings = EvalSettings(policy="oracle", split="dev", limit=20)
+    split, policy = load_questions(settings), build_policy(settings)   # bad input raises here, before playing
+    report = evaluate(settings, split, policy)
+    write_report(report, settings.out_dir)
+
+The command line (eval/__main__.py) and the checkpoint gates (eval/test_gates.py) both run this.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agent_env import DEFAULT_STEP_BUDGET
+from eval.checkpoint import checkpoint_kind, load_checkpoint, load_with_unsloth
+from eval.model_policy import DEFAULT_MAX_NEW_TOKENS, ModelPolicy
+from eval.report import build_report
+from eval.runner import BatchPolicy, play_split
+from policies import SCRIPTED_POLICIES, Policy, make_policy
+from spider_data import BUILTIN_DATA_DIR, SPLIT_FILES, SpiderSplit, load_split
+from sql_structure import Hardness
+
+BACKENDS = ("transformers", "unsloth")
+DEFAULT_OUT_ROOT = Path("eval_out")
+
+
+@dataclass
+class EvalSettings:
+    """What to evaluate (a checkpoint or a built-in policy), on which questions, and how."""
+
+    checkpoint: Path | None = field(default=None, metadata={"help": "Trained adapter or full model folder."})
+    policy: str | None = field(default=None, metadata={"help": f"Built-in policy: {', '.join(SCRIPTED_POLICIES)}."})
+    data_dir: Path = field(default=BUILTIN_DATA_DIR, metadata={"help": "Spider-format data folder."})
+    split: str = field(default="dev", metadata={"help": "dev (dev.json) or train (train_spider.json)."})
+    out: Path | None = field(default=None, metadata={"help": "Report folder (default eval_out/<name>-<split>)."})
+    limit: int | None = field(default=None, metadata={"help": "Only the first N questions (after --hardness)."})
+    hardness: list[str] | None = field(default=None, metadata={"help": "Only these hardness classes."})
+    step_budget: int = field(default=DEFAULT_STEP_BUDGET, metadata={"help": "Tool calls per episode."})
+    batch_size: int = field(default=16, metadata={"help": "Episodes a model plays at once."})
+    max_new_tokens: int = field(default=DEFAULT_MAX_NEW_TOKENS, metadata={"help": "Tokens per model turn."})
+    temperature: float = field(default=0.0, metadata={"help": "0 for greedy decoding, else sampling."})
+    seed: int = field(default=0, metadata={"help": "Seed for sampling (temperature > 0)."})
+    base_model: str | None = field(default=None, metadata={"help": "Base model for an adapter, if not its own."})
+    backend: str = field(default="transformers", metadata={"help": "transformers, or unsloth (CUDA)."})
+    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+
+    def __post_init__(self) -> None:
+        if (self.checkpoint is None) == (self.policy is None):
+            raise ValueError("give exactly one of --checkpoint PATH or --policy NAME")
+        if self.policy is not None and self.policy not in SCRIPTED_POLICIES:
+            raise ValueError(f"unknown policy {self.policy!r}; built-in policies are: {', '.join(SCRIPTED_POLICIES)}")
+        if self.checkpoint is not None:
+            self.checkpoint = Path(self.checkpoint)
+            checkpoint_kind(self.checkpoint)  # raises CheckpointError, saying what is wrong
+        if self.split not in SPLIT_FILES:
+            raise ValueError(f"unknown split {self.split!r}; choose {' or '.join(SPLIT_FILES)}")
+        valid_hardness = [hardness.value for hardness in Hardness]
+        unknown = [name for name in self.hardness or [] if name not in valid_hardness]
+        if unknown:
+            raise ValueError(f"unknown hardness {', '.join(unknown)}; choose from {', '.join(valid_hardness)}")
+        for name in ("limit", "step_budget", "batch_size", "max_new_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.temperature < 0:
+            raise ValueError(f"--temperature must be 0 (greedy) or more, got {self.temperature}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}")
+        self.data_dir = Path(self.data_dir)
+
+    @property
+    def name(self) -> str:
+        """What is evaluated, in a word: the policy name or the checkpoint folder's name."""
+        if self.checkpoint is not None:
+            parent = self.checkpoint.resolve().parent.name
+            return f"{parent}-{self.checkpoint.name}" if parent else self.checkpoint.name
+        assert self.policy is not None
+        return self.policy
+
+    @property
+    def out_dir(self) -> Path:
+        return self.out if self.out is not None else DEFAULT_OUT_ROOT / f"{self.name}-{self.split}"
+
+    def to_dict(self) -> dict[str, Any]:
+        settings = {key: str(value) if isinstance(value, Path) else value for key, value in asdict(self).items()}
+        settings["policy"] = self.policy or f"checkpoint {self.checkpoint}"
+        settings["data_dir"] = str(self.data_dir.resolve())
+        return settings
+
+
+def load_questions(settings: EvalSettings) -> SpiderSplit:
+    """The split's questions after --hardness and --limit; FileNotFoundError/ValueError name bad input."""
+    return load_split(
+        settings.data_dir, settings.split, hardness=settings.hardness, limit=settings.limit, progress=settings.progress
+    )
+
+
+def build_policy(settings: EvalSettings) -> Policy | BatchPolicy:
+    """A scripted policy by name, or the checkpoint loaded as a ModelPolicy (CheckpointError if it cannot load)."""
+    if settings.policy is not None:
+        return make_policy(settings.policy)
+    assert settings.checkpoint is not None
+    if settings.backend == "unsloth":
+        model, tokenizer = load_with_unsloth(settings.checkpoint)
+    else:
+        model, tokenizer = load_checkpoint(settings.checkpoint, base_model=settings.base_model)
+    return ModelPolicy(
+        model, tokenizer, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, name=settings.name
+    )
+
+
+def evaluate(settings: EvalSettings, split: SpiderSplit, policy: Policy | BatchPolicy) -> dict[str, Any]:
+    """Play every question and return the report (see eval.report for its keys)."""
+    torch.manual_seed(settings.seed)
+    started = time.perf_counter()
+    records = play_split(
+        split, policy, step_budget=settings.step_budget, batch_size=settings.batch_size, progress=settings.progress
+    )
+    return build_report(records, settings=settings.to_dict(), elapsed_s=time.perf_counter() - started)

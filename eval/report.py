@@ -1,0 +1,199 @@
+"""The evaluation report: report.json (numbers and every question), report.md (for a person), a
+chart of accuracy and steps by hardness, and gold.sql/pred.sql for Spider's official scripts.
+
+report.json:
+    settings      what was evaluated, on what, how (policy or checkpoint, data, split, filters, budgets)
+    counts        questions, scored, skipped, skipped_by_reason
+    by_hardness   easy/medium/hard/extra/overall -> n, correct, accuracy, mean_steps, mean_steps_correct,
+                  post_episode_calls (per episode), answered (share), tool_error_rate, mean_reward
+    stop_reasons  how scored episodes ended on the agent's side
+    timing        elapsed_s, episodes_per_second
+    questions     one record per question (eval.runner.QuestionRecord): db_id, question, hardness,
+                  correct, steps, tool_calls, answer, pred_sql, skip_reason, ...
+
+gold.sql / pred.sql follow taoyds/spider's evaluation.py (and test-suite-sql-eval's): one scored
+question per line, in the same order; gold lines are ``SQL<TAB>db_id``, pred lines are ``SQL``. Both
+scripts split lines on tabs and skip blank lines, so tabs and line breaks inside a query become
+spaces, and a question where the agent ran no query gets NO_QUERY_SQL (which never matches).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from eval import metrics
+from eval.runner import QuestionRecord
+
+REPORT_JSON = "report.json"
+REPORT_MARKDOWN = "report.md"
+CHART_PNG = "by_hardness.png"
+GOLD_SQL = "gold.sql"
+PRED_SQL = "pred.sql"
+NO_QUERY_SQL = "SELECT 'no query was run'"
+WRONG_EXAMPLES_SHOWN = 10
+
+
+def build_report(records: list[QuestionRecord], *, settings: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+    """Everything report.json holds, from the records of one evaluation run."""
+    stats = metrics.by_hardness(records)
+    scored = stats[metrics.OVERALL].n
+    return {
+        "settings": settings,
+        "counts": {
+            "questions": len(records),
+            "scored": scored,
+            "skipped": len(records) - scored,
+            "skipped_by_reason": metrics.skipped_by_reason(records),
+        },
+        "by_hardness": {group: group_stats.to_dict() for group, group_stats in stats.items()},
+        "stop_reasons": metrics.stop_reasons(records),
+        "timing": {
+            "elapsed_s": round(elapsed_s, 3),
+            "episodes_per_second": round(scored / elapsed_s, 3) if elapsed_s > 0 else None,
+        },
+        "questions": [asdict(record) | {"answered": record.answered} for record in records],
+    }
+
+
+def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    """Write every report file into out_dir (created if needed); returns them by name."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {name: out_dir / name for name in (REPORT_JSON, REPORT_MARKDOWN, CHART_PNG, GOLD_SQL, PRED_SQL)}
+    files[REPORT_JSON].write_text(report_json(report), encoding="utf-8")
+    files[REPORT_MARKDOWN].write_text(render_markdown(report), encoding="utf-8")
+    plot_by_hardness(report["by_hardness"], files[CHART_PNG])
+    gold_lines, pred_lines = spider_lines(report["questions"])
+    files[GOLD_SQL].write_text("".join(line + "\n" for line in gold_lines), encoding="utf-8")
+    files[PRED_SQL].write_text("".join(line + "\n" for line in pred_lines), encoding="utf-8")
+    return files
+
+
+def report_json(report: dict[str, Any]) -> str:
+    """The report as JSON: the summary indented, then one question per line (greppable, and a
+    7,000-question report stays a fraction of its fully indented size)."""
+    summary = {key: value for key, value in report.items() if key != "questions"}
+    questions = ",\n".join("    " + json.dumps(question, ensure_ascii=False) for question in report["questions"])
+    head = json.dumps(summary, indent=2, ensure_ascii=False).removesuffix("\n}")
+    return f'{head},\n  "questions": [\n{questions}\n  ]\n}}\n'
+
+
+# --- Spider's official format -----------------------------------------------------------------
+
+
+def one_line(sql: str) -> str:
+    """A query on one line with no tabs, as the official scripts read it (other spacing is kept)."""
+    return re.sub(r"[\t\r\n]+", " ", sql).strip()
+
+
+def spider_lines(questions: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """Gold lines (``SQL<TAB>db_id``) and pred lines (``SQL``) for the scored questions, in order."""
+    scored = [question for question in questions if question["skip_reason"] is None]
+    gold = [f"{one_line(question['gold_sql'])}\t{question['db_id']}" for question in scored]
+    pred = [one_line(question["pred_sql"] or "") or NO_QUERY_SQL for question in scored]
+    return gold, pred
+
+
+# --- for a person -----------------------------------------------------------------------------
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def markdown_table(by_hardness: dict[str, dict[str, Any]]) -> str:
+    """The by-hardness numbers as a Markdown table (also what the command line prints)."""
+    lines = [
+        "| hardness | n | accuracy | mean steps | steps when correct | post-episode calls / episode "
+        "| answered | tool error rate |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for group, stats in by_hardness.items():
+        lines.append(
+            f"| {group} | {stats['n']} | {_percent(stats['accuracy'])} | {_number(stats['mean_steps'])} "
+            f"| {_number(stats['mean_steps_correct'])} | {_number(stats['post_episode_calls'], 3)} "
+            f"| {_percent(stats['answered'])} | {_percent(stats['tool_error_rate'])} |"
+        )
+    return "\n".join(lines)
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    settings, counts, timing = report["settings"], report["counts"], report["timing"]
+    skipped = ", ".join(f"{reason}: {count}" for reason, count in counts["skipped_by_reason"].items())
+    stops = ", ".join(f"{reason} {count}" for reason, count in report["stop_reasons"].items()) or "–"
+    lines = [
+        f"# Evaluation of {settings['policy']}",
+        "",
+        f"{settings['split']} split of `{settings['data_dir']}`"
+        + (f", hardness {', '.join(settings['hardness'])}" if settings.get("hardness") else "")
+        + (f", first {settings['limit']} questions" if settings.get("limit") else "")
+        + f". Step budget {settings['step_budget']}.",
+        "",
+        f"{counts['scored']} questions scored, {counts['skipped']} skipped" + (f" ({skipped})" if skipped else "")
+        + f"; {timing['elapsed_s']:.1f} s, {_number(timing['episodes_per_second'], 1)} episodes/s.",
+        "",
+        markdown_table(report["by_hardness"]),
+        "",
+        "Steps are tool calls inside the episode; post-episode calls came after `answer` or after the budget ran"
+        " out (each costs reward in training). The tool error rate is failed in-episode calls over in-episode calls.",
+        "",
+        f"How the agent stopped: {stops}.",
+        "",
+        f"![accuracy and steps by hardness]({CHART_PNG})",
+        "",
+        "## Scoring with Spider's official scripts",
+        "",
+        f"`{GOLD_SQL}` and `{PRED_SQL}` hold the gold query and the last query the agent ran for each scored"
+        " question, one per line, in the same order. With taoyds/spider's (or test-suite-sql-eval's) `evaluation.py`:",
+        "",
+        "```",
+        f"python evaluation.py --gold {GOLD_SQL} --pred {PRED_SQL} --etype exec "
+        f"--db {Path(settings['data_dir']) / 'database'} --table {Path(settings['data_dir']) / 'tables.json'}",
+        "```",
+        "",
+        f"Execution accuracy there scores the SQL, not the answer: it can differ from the accuracy above."
+        f" Questions where no query ran have `{NO_QUERY_SQL}`.",
+    ]
+    scored = [question for question in report["questions"] if question["skip_reason"] is None]
+    wrong = [question for question in scored if not question["correct"]]
+    if wrong:
+        lines += ["", f"## Wrong answers (first {min(len(wrong), WRONG_EXAMPLES_SHOWN)} of {len(wrong)})", ""]
+        for question in wrong[:WRONG_EXAMPLES_SHOWN]:
+            answer = "no answer" if question["answer"] is None else f"answered `{one_line(question['answer'])[:120]}`"
+            lines.append(
+                f"- [{question['hardness']}] {question['db_id']}: {question['question']} — {answer} after "
+                f"{question['steps']} steps ({question['stop_reason']}); gold `{one_line(question['gold_sql'])}`"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plot_by_hardness(by_hardness: dict[str, dict[str, Any]], path: Path) -> None:
+    """Two bar charts side by side: accuracy and mean steps per hardness class with questions, and overall."""
+    groups = [group for group in by_hardness if by_hardness[group]["n"] > 0] or [metrics.OVERALL]
+    labels = [f"{group}\n(n={by_hardness[group]['n']})" for group in groups]
+    colors = ["#55a868" if group == metrics.OVERALL else "#4c72b0" for group in groups]
+    figure = Figure(figsize=(10, 4), layout="constrained")
+    FigureCanvasAgg(figure)
+    accuracy_axes, steps_axes = figure.subplots(1, 2)
+    for axes, metric, scale, title, unit in (
+        (accuracy_axes, "accuracy", 100, "accuracy (%)", "{:.0f}%"),
+        (steps_axes, "mean_steps", 1, "mean tool calls per episode", "{:.1f}"),
+    ):
+        values = [scale * (by_hardness[group][metric] or 0.0) for group in groups]
+        bars = axes.bar(labels, values, color=colors)
+        axes.bar_label(bars, labels=[unit.format(value) for value in values], padding=2)
+        axes.set_title(title)
+        axes.margins(y=0.15)
+    accuracy_axes.set_ylim(0, 110)
+    figure.savefig(path, dpi=100)

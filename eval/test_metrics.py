@@ -1,0 +1,61 @@
+"""Per-hardness numbers from hand-made records: what counts, what is a rate of what, empty groups."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval import metrics
+from eval.runner import QuestionRecord
+
+
+def record(hardness: str = "easy", **fields) -> QuestionRecord:
+    return QuestionRecord(db_id="db", question="q", hardness=hardness, gold_sql="SELECT 1", **fields)
+
+
+def test_rates_are_per_scored_episode() -> None:
+    records = [
+        record(correct=True, steps=3, answer="1", reward=1.05),
+        record(correct=False, steps=5, answer="2", post_episode_calls=2, tool_errors=1, reward=-0.2),
+        record(steps=10, tool_errors=2, unknown_tool_calls=1, stop_reason="call_cap"),
+        record(skip_reason="gold query returns no rows"),
+    ]
+    stats = metrics.group_stats(records)
+    assert stats.n == 3 and stats.correct == 1
+    assert stats.accuracy == pytest.approx(1 / 3)
+    assert stats.mean_steps == 6 and stats.mean_steps_correct == 3
+    assert stats.post_episode_calls == pytest.approx(2 / 3)
+    assert stats.answered == pytest.approx(2 / 3)
+    assert stats.tool_error_rate == pytest.approx(3 / (3 + 5 + 10 + 1))  # unknown tools are calls, and errors
+    assert stats.mean_reward == pytest.approx(0.85 / 3)
+
+
+def test_a_group_without_questions_measures_nothing() -> None:
+    stats = metrics.group_stats([record(skip_reason="database file missing")])
+    assert stats.n == 0 and stats.correct == 0
+    assert stats.accuracy is stats.mean_steps is stats.tool_error_rate is stats.answered is None
+
+
+def test_no_calls_means_no_tool_error_rate() -> None:
+    assert metrics.group_stats([record(steps=0)]).tool_error_rate is None
+
+
+def test_by_hardness_groups_in_spider_order_with_overall_last() -> None:
+    records = [record("hard", correct=True, steps=4), record("easy", steps=2), record("easy", correct=True, steps=3)]
+    stats = metrics.by_hardness(records)
+    assert list(stats) == ["easy", "medium", "hard", "extra", "overall"]
+    assert [stats[group].n for group in stats] == [2, 0, 1, 0, 3]
+    assert stats["easy"].accuracy == 0.5 and stats["hard"].accuracy == 1.0
+    assert stats["overall"].accuracy == pytest.approx(2 / 3)
+
+
+def test_skips_and_stops_are_counted_by_reason() -> None:
+    records = [
+        record(skip_reason="database file missing"),
+        record(skip_reason="database file missing"),
+        record(skip_reason="gold query fails"),
+        record(stop_reason="no_tool_call"),
+        record(stop_reason="call_cap"),
+        record(stop_reason="no_tool_call"),
+    ]
+    assert metrics.skipped_by_reason(records) == {"database file missing": 2, "gold query fails": 1}
+    assert metrics.stop_reasons(records) == {"no_tool_call": 2, "call_cap": 1}

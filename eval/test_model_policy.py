@@ -1,0 +1,150 @@
+"""The model path: tool-call parsing, contexts exactly as TRL trains on them, and batched generation
+with the tiny offline Qwen3 from the command line's settings to the report files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from eval import metrics
+from eval.evaluate import EvalSettings, build_policy, evaluate, load_questions
+from eval.model_policy import ModelPolicy, parse_turn
+from eval.report import NO_QUERY_SQL, write_report
+from eval.runner import StopReason, play_batched, play_split
+from policies import OraclePolicy, ToolCall, tool_call_text
+from spider_data import SpiderSplit, load_split, to_grpo_rows
+
+# --- parsing a turn -------------------------------------------------------------------------------
+
+DESCRIBE = '<tool_call>\n{"name": "describe", "arguments": {"table": "singer"}}\n</tool_call>'
+QUERY = '<tool_call>\n{"name": "query", "arguments": {"sql": "SELECT 1"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize(
+    ("text", "truncated", "calls", "stop"),
+    [
+        (DESCRIBE, False, [ToolCall("describe", {"table": "singer"})], None),
+        ("<think>\nlook first\n</think>\n\n" + DESCRIBE, False, [ToolCall("describe", {"table": "singer"})], None),
+        (DESCRIBE + "\n" + QUERY, False,
+         [ToolCall("describe", {"table": "singer"}), ToolCall("query", {"sql": "SELECT 1"})], None),
+        ('<tool_call>{"name": "answer", "arguments": "{\\"value\\": \\"3\\"}"}</tool_call>', False,
+         [ToolCall("answer", {"value": "3"})], None),
+        ('<tool_call>{"name": "answer"}</tool_call>', False, [ToolCall("answer", {})], None),
+        ("The answer is 3.", False, [], StopReason.NO_TOOL_CALL),
+        ("", False, [], StopReason.NO_TOOL_CALL),
+        ("SELECT count(*) FROM singer; and then", True, [], StopReason.TRUNCATED),
+        ('<tool_call>\n{"name": "query", "arguments": {"sql": "SELECT', True, [], StopReason.TRUNCATED),
+        ('<tool_call>\n{"name": "query", "arguments": {"sql": "SELECT 1"}}', False, [], StopReason.MALFORMED_TOOL_CALL),
+        ("<tool_call>\nquery(sql='SELECT 1')\n</tool_call>", False, [], StopReason.MALFORMED_TOOL_CALL),
+        ('<tool_call>{"arguments": {"sql": "SELECT 1"}}</tool_call>', False, [], StopReason.MALFORMED_TOOL_CALL),
+        ('<tool_call>{"name": "query", "arguments": ["SELECT 1"]}</tool_call>', False, [],
+         StopReason.MALFORMED_TOOL_CALL),
+        (DESCRIBE + "<tool_call>{oops}</tool_call>", False, [], StopReason.MALFORMED_TOOL_CALL),
+    ],
+    ids=[
+        "one call", "after thinking", "two calls", "arguments as a JSON string", "no arguments",
+        "plain text", "nothing", "cut plain text", "cut inside a call", "unclosed call", "not JSON",
+        "no name", "arguments not an object", "one bad call spoils the turn",
+    ],
+)
+def test_parse_turn(text: str, truncated: bool, calls: list[ToolCall], stop: StopReason | None) -> None:
+    parsed = parse_turn(text, truncated=truncated)
+    assert parsed.calls == calls and parsed.stop_reason == stop
+
+
+# --- a stand-in model that writes the oracle's tool calls -----------------------------------------
+
+
+class OracleWritingModel:
+    """Generates nothing: reads the question and the number of tool replies in its context and writes
+    the oracle's next call as Qwen3 writes one, then "Done." once the plan is over."""
+
+    def __init__(self, tokenizer: Any, rows: list[dict[str, Any]]) -> None:
+        self.tokenizer = tokenizer
+        self.plans = {row["question"]: OraclePolicy().plan(row) for row in rows}
+        self.config = SimpleNamespace(max_position_embeddings=40_960)
+        end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        self.generation_config = SimpleNamespace(eos_token_id=[end_of_turn])
+        self.device = torch.device("cpu")
+        self.contexts: dict[str, list[int]] = {}
+        self.batch_sizes: list[int] = []
+
+    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **options: Any) -> torch.Tensor:
+        self.batch_sizes.append(len(input_ids))
+        completions = []
+        for ids, mask in zip(input_ids, attention_mask, strict=True):
+            assert mask[-1] == 1, "left padding: every context ends in a real token"
+            text = self.tokenizer.decode(ids[mask.bool()])
+            question = text.split("<|im_start|>user\n")[1].split("\n\nTables in this database")[0]
+            self.contexts[question] = ids[mask.bool()].tolist()
+            plan, turn = self.plans[question], text.count("<tool_response>")
+            completion = (tool_call_text(plan[turn]) if turn < len(plan) else "Done.") + "<|im_end|>"
+            completions.append(self.tokenizer.encode(completion, add_special_tokens=False))
+        width = max(map(len, completions))
+        padded = [completion + [options["pad_token_id"]] * (width - len(completion)) for completion in completions]
+        return torch.cat([input_ids, torch.tensor(padded)], dim=1)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model_dir: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def builtin_sample(builtin_data_dir: Path) -> SpiderSplit:
+    split = load_split(builtin_data_dir, "dev", progress=False)
+    return SpiderSplit(data_dir=split.data_dir, split=split.split, examples=split.examples[::6])
+
+
+def test_a_model_writing_the_oracles_calls_scores_like_the_oracle(tokenizer: Any, builtin_sample: SpiderSplit) -> None:
+    model = OracleWritingModel(tokenizer, to_grpo_rows(builtin_sample.examples))
+    records = play_split(builtin_sample, ModelPolicy(model, tokenizer), batch_size=4, progress=False)
+    oracle = play_split(builtin_sample, OraclePolicy(), progress=False)
+    assert [record.correct for record in records] == [True] * len(records)
+    assert [record.steps for record in records] == [record.steps for record in oracle]
+    assert {(record.stop_reason, record.final_text) for record in records} == {(StopReason.NO_TOOL_CALL.value, "Done.")}
+    assert all(record.turns == record.steps + 1 for record in records)
+    assert max(model.batch_sizes) == 4
+    assert metrics.by_hardness(records)["overall"].accuracy == 1.0
+
+
+def test_the_model_sees_exactly_what_trl_renders(tokenizer: Any, builtin_sample: SpiderSplit) -> None:
+    """Context grown by concatenation (generated tokens, then rendered tool replies) equals one render of the
+    whole conversation with TRL's training template: the token sequence training scored."""
+    rows = to_grpo_rows(builtin_sample.examples)
+    model = OracleWritingModel(tokenizer, rows)
+    policy = ModelPolicy(model, tokenizer)
+    for index, messages, episode, _ in play_batched(rows, policy, step_budget=10, batch_size=3):
+        assert episode.is_correct and messages[-1]["role"] == "tool"
+        assert model.contexts[rows[index]["question"]] == policy.prompt_ids(messages)
+
+
+# --- the tiny random model, end to end ------------------------------------------------------------
+
+
+def test_tiny_model_plays_batched_and_writes_every_report_file(tiny_model_dir: Path, tmp_path: Path) -> None:
+    settings = EvalSettings(checkpoint=tiny_model_dir, limit=3, batch_size=2, max_new_tokens=6,
+                            out=tmp_path / "report", progress=False)
+    policy = build_policy(settings)
+    batch_sizes = []
+    generate = policy.model.generate
+    policy.model.generate = lambda **inputs: batch_sizes.append(len(inputs["input_ids"])) or generate(**inputs)
+    report = evaluate(settings, load_questions(settings), policy)
+    files = write_report(report, settings.out_dir)
+
+    assert batch_sizes[0] == 2 and sum(batch_sizes) >= 3
+    assert report["counts"]["scored"] == 3 and report["by_hardness"]["overall"]["n"] == 3
+    for question in report["questions"]:
+        assert question["turns"] >= 1 and 0 < question["generated_tokens"] <= 6 * question["turns"]
+        assert question["stop_reason"] in {reason.value for reason in StopReason}
+        assert question["steps"] == len([call for call in question["tool_calls"] if not call["after_episode"]])
+    assert all(path.is_file() and path.stat().st_size > 0 for path in files.values())
+    pred_lines = files["pred.sql"].read_text().splitlines()
+    assert len(pred_lines) == 3 and len(files["gold.sql"].read_text().splitlines()) == 3
+    assert all(line == NO_QUERY_SQL for line in pred_lines)  # random weights run no query
