@@ -235,3 +235,39 @@ def test_fast_inference_without_vllm_fails_clearly() -> None:
             train.parse_config(["--fast_inference"])
     else:
         pytest.skip("vLLM is installed here")
+
+
+def test_push_to_hub_without_a_token_fails_before_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no stored token there
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(train.SetupError, match="no Hugging Face token"):
+        train.main(["--output_dir", str(tmp_path), "--dry-run", "--push-to-hub", "me/sql-agent"])
+
+
+class FakeTrainer:
+    """Stands in for GRPOTrainer: the first one runs out of memory, later ones train."""
+
+    made = 0
+
+    def __init__(self, grpo: Any) -> None:
+        FakeTrainer.made += 1
+        self.completion_length = grpo.max_completion_length
+        self.resumed_from: str | None = "unset"
+
+    def train(self, resume_from_checkpoint: str | None = None) -> None:
+        self.resumed_from = resume_from_checkpoint
+        if FakeTrainer.made == 1:
+            import torch
+
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+
+def test_out_of_memory_retries_once_with_shorter_completions(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    agent, grpo, _ = train.parse_config(["--output_dir", str(tmp_path)])
+    (tmp_path / "checkpoint-3").mkdir()
+    FakeTrainer.made = 0
+    trainer = train.train_with_oom_fallback(lambda: FakeTrainer(grpo), grpo, agent, None, tmp_path)
+    assert FakeTrainer.made == 2
+    assert trainer.completion_length == agent.oom_fallback_completion_length == 384
+    assert trainer.resumed_from == str(tmp_path / "checkpoint-3")
+    assert "retrying once with 384" in capsys.readouterr().out
