@@ -30,7 +30,9 @@ MEMORY_SEARCH_GENERATIONS = (6, 8, 12, 16)
 MEMORY_SEARCH_COMPLETION_LENGTHS = (512, 1024)
 
 
-def measure_one(backend: str, model: str, steps: int, num_generations: int, max_completion_length: int) -> dict:
+def measure_one(
+    backend: str, model: str, steps: int, num_generations: int, max_completion_length: int, groups: int = 1
+) -> dict:
     """Run in a child process: a few GRPO steps of train.main, timing generation inside each step."""
     sys.path.insert(0, str(REPO_DIR))
     import torch
@@ -60,9 +62,9 @@ def measure_one(backend: str, model: str, steps: int, num_generations: int, max_
     argv = [
         "--backend", backend, "--model", model, "--output_dir", out_dir, "--phase", "easy",
         "--max_steps", str(steps), "--num_generations", str(num_generations),
-        "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", str(num_generations),
+        "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", str(num_generations * groups),
         "--max_completion_length", str(max_completion_length), "--save_strategy", "no", "--report_to", "none",
-        "--bf16", "true", "--max_questions", str(steps + 2),
+        "--bf16", "true", "--max_questions", str(groups * steps + 2),
     ]
     torch.cuda.reset_peak_memory_stats()
     train.main(argv, before_train=instrument)
@@ -78,6 +80,7 @@ def measure_one(backend: str, model: str, steps: int, num_generations: int, max_
         "backend": backend,
         "num_generations": num_generations,
         "max_completion_length": max_completion_length,
+        "prompt_groups_per_step": groups,
         "steps": len(step_times),
         "median_step_s": round(median_step, 2),
         "generation_tokens_per_s": round(sum(warm_tokens) / max(sum(warm_generation), 1e-9), 1),
@@ -88,10 +91,13 @@ def measure_one(backend: str, model: str, steps: int, num_generations: int, max_
     }
 
 
-def run_child(backend: str, model: str, steps: int, num_generations: int, length: int, timeout_s: int) -> dict:
+def run_child(
+    backend: str, model: str, steps: int, num_generations: int, length: int, timeout_s: int, groups: int = 1
+) -> dict:
     """One measurement in a fresh Python process; an out-of-memory or crash becomes a row saying so."""
     command = [sys.executable, __file__, "--child", backend, "--model", model, "--steps", str(steps),
-               "--num-generations", str(num_generations), "--max-completion-length", str(length)]
+               "--num-generations", str(num_generations), "--max-completion-length", str(length),
+               "--groups-per-step", str(groups)]
     if backend == "transformers":
         command += ["--backend", "transformers"]  # seen by train.py at import: keeps Unsloth out
     started = time.time()
@@ -111,7 +117,7 @@ def run_child(backend: str, model: str, steps: int, num_generations: int, length
 
 
 def print_table(rows: list[dict]) -> None:
-    columns = ["backend", "num_generations", "max_completion_length", "median_step_s", "generation_tokens_per_s",
+    columns = ["backend", "num_generations", "prompt_groups_per_step", "max_completion_length", "median_step_s", "generation_tokens_per_s",
                "tool_loop_turns_per_step", "generation_share", "peak_allocated_gib", "peak_reserved_gib", "error"]
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
@@ -126,6 +132,8 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", default=["unsloth", "transformers"])
     parser.add_argument("--num-generations", type=int, default=6)
     parser.add_argument("--max-completion-length", type=int, default=512)
+    parser.add_argument("--groups-per-step", type=int, default=1,
+                        help="prompt groups generated together per step (gradient_accumulation_steps = N x this)")
     parser.add_argument("--memory-search", action="store_true", help="try larger settings against the budget")
     parser.add_argument("--memory-budget-gib", type=float, default=22.5, help="an L4's usable memory by default")
     parser.add_argument("--timeout-s", type=int, default=900)
@@ -135,14 +143,15 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.child:
-        row = measure_one(args.child, args.model, args.steps, args.num_generations, args.max_completion_length)
+        row = measure_one(args.child, args.model, args.steps, args.num_generations, args.max_completion_length,
+                          args.groups_per_step)
         print("BENCH_RESULT " + json.dumps(row), flush=True)
         return
     if not Path(args.model).is_dir():
         parser.error(f"--model {args.model} is not a folder; build one with: python tiny_model.py --out DIR --size 1.7b")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     rows = [run_child(backend, args.model, args.steps, args.num_generations, args.max_completion_length,
-                      args.timeout_s) for backend in args.backends]
+                      args.timeout_s, args.groups_per_step) for backend in args.backends]
     print_table(rows)
     by_backend = {row["backend"]: row for row in rows if "error" not in row}
     if {"unsloth", "transformers"} <= set(by_backend):
