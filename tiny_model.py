@@ -7,6 +7,7 @@ same model class. Weights are random: a tiny model for CPU tests, and the exact 
 memory and speed measurements (which depend on shapes, not on weight values).
 
     python tiny_model.py --out /tmp/tiny-qwen3                    # hidden 64, 2 layers: seconds on CPU
+    python tiny_model.py --out /tmp/small-qwen3 --size small      # hidden 128, 2 layers: learns the protocol
     python tiny_model.py --out /tmp/qwen3-1.7b-random --size 1.7b # 1.7B params in bf16: GPU machine only
 
 Both builds are idempotent: a directory that already holds the same build is reused as it is.
@@ -221,6 +222,22 @@ def tiny_qwen3_config() -> Qwen3Config:
     )
 
 
+def small_qwen3_config() -> Qwen3Config:
+    """Twice the tiny model's width: big enough to learn the tool protocol by imitation on 2 CPU cores
+    in minutes (experiments/learning_proof.py), still fast to sample from. The vocabulary (151,936 x 128
+    tied embeddings) is most of its 20M parameters."""
+    return _qwen3_config(
+        hidden_size=128,
+        intermediate_size=384,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=40_960,
+        dtype="float32",
+    )
+
+
 def qwen3_1_7b_config() -> Qwen3Config:
     """Exactly Qwen3-1.7B's config.json."""
     return _qwen3_config(
@@ -280,6 +297,11 @@ REQUIRED_FILES = ("config.json", "generation_config.json", "tokenizer.json", "to
 def build_tiny_qwen3(out_dir: Path, *, seed: int = 0) -> Path:
     """Save the Qwen3 tokenizer and a random-weight tiny Qwen3ForCausalLM (float32) into `out_dir`."""
     return _build(Path(out_dir), tiny_qwen3_config(), seed=seed, device="cpu")
+
+
+def build_small_qwen3(out_dir: Path, *, seed: int = 0) -> Path:
+    """Save the Qwen3 tokenizer and a random-weight small Qwen3ForCausalLM (float32) into `out_dir`."""
+    return _build(Path(out_dir), small_qwen3_config(), seed=seed, device="cpu")
 
 
 def build_qwen3_1_7b_random(out_dir: Path, *, seed: int = 0, device: str | None = None) -> Path:
@@ -347,11 +369,14 @@ def _build(out_dir: Path, config: Qwen3Config, *, seed: int, device: str) -> Pat
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="directory to write (reused if already built)")
-    parser.add_argument("--size", choices=["tiny", "1.7b"], default="tiny", help="tiny for CPU tests, 1.7b for GPU")
+    parser.add_argument("--size", choices=["tiny", "small", "1.7b"], default="tiny",
+                        help="tiny for CPU tests, small for CPU experiments, 1.7b for GPU")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     arguments = parser.parse_args()
     if arguments.size == "tiny":
         path = build_tiny_qwen3(arguments.out, seed=arguments.seed)
+    elif arguments.size == "small":
+        path = build_small_qwen3(arguments.out, seed=arguments.seed)
     else:
         path = build_qwen3_1_7b_random(arguments.out, seed=arguments.seed)
     print(path)

@@ -48,7 +48,8 @@ from datasets import Dataset  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer, TrlParser  # noqa: E402
 
-from agent_env import DEFAULT_STEP_BUDGET, SQLEnv  # noqa: E402
+import sft  # noqa: E402
+from agent_env import DEFAULT_STEP_BUDGET, EXTRA_CALLS_AFTER_BUDGET, POST_EPISODE_PENALTY, SQLEnv  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
 from training_logs import RolloutLogger, plot_training_curves, run_summary  # noqa: E402
@@ -56,8 +57,6 @@ from training_logs import RolloutLogger, plot_training_curves, run_summary  # no
 REPO_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
 LORA_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-# Tool-calling turns allowed past the step budget, so calls after the episode can happen and be penalised.
-EXTRA_TOOL_TURNS = 2
 ADAPTER_DIRNAME = "adapter"
 
 # --------------------------------------------------------------------------------------------- config
@@ -71,7 +70,10 @@ class SetupError(Exception):
 class AgentConfig:
     """This project's own settings; TRL's GRPOConfig (parsed alongside) has the rest."""
 
-    phase: str = field(default="easy", metadata={"help": "Curriculum phase to train (a name in --curriculum)."})
+    phase: str = field(
+        default="easy",
+        metadata={"help": "Curriculum phase to train (a name in --curriculum), or 'sft': the supervised warm-up."},
+    )
     curriculum: str = field(
         default=str(REPO_DIR / "curriculum.yaml"),
         metadata={"help": "YAML file listing the phases: name, hardness classes, epochs, start_from."},
@@ -97,6 +99,10 @@ class AgentConfig:
     lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha."})
     max_seq_length: int = field(default=4096, metadata={"help": "Longest prompt plus completion, in tokens."})
     step_budget: int = field(default=DEFAULT_STEP_BUDGET, metadata={"help": "Tool calls per episode."})
+    post_episode_penalty: float = field(
+        default=POST_EPISODE_PENALTY,
+        metadata={"help": "Reward lost per tool call after the episode is over (0 turns the penalty off)."},
+    )
     max_gold_rows: int = field(
         default=20,
         metadata={"help": "Skip questions whose gold result has more rows than this (the query tool shows 20)."},
@@ -118,6 +124,34 @@ class AgentConfig:
     hub_repo: str | None = field(
         default=None, metadata={"help": "Push the final adapter to this hub repo (also: --push-to-hub REPO)."}
     )
+    # --- supervised warm-up (sft.py): `--phase sft`, then `--phase easy --start_adapter OUTPUT_DIR/sft/adapter`
+    start_adapter: str | None = field(
+        default=None,
+        metadata={"help": "Start this phase from a saved LoRA adapter (e.g. outputs/sft/adapter); overrides "
+                          "the phase's start_from. Same --lora_rank and targets as the adapter was trained with."},
+    )
+    sft_epochs: float = field(
+        default=2.0, metadata={"help": "--phase sft: passes over the oracle's episodes of the train split."}
+    )
+    sft_hardness: list[str] = field(
+        default_factory=lambda: ["easy", "medium", "hard", "extra"],
+        metadata={"help": "--phase sft: hardness classes of the train split to imitate."},
+    )
+    sft_batch_size: int = field(
+        default=8,
+        metadata={"help": "--phase sft: episodes per optimizer step (in micro-batches of "
+                          "--per_device_train_batch_size)."},
+    )
+    sft_full_finetune: bool = field(
+        default=False,
+        metadata={"help": "--phase sft: train every weight and save a full model to OUTPUT_DIR/sft/model, the "
+                          "--model of later phases (for small random-weight models; LoRA needs pretrained ones)."},
+    )
+    sft_never_stop_share: float = field(
+        default=0.0,
+        metadata={"help": "--phase sft: share of episodes that keep calling tools after answering (reproduces "
+                          "the first run's habit, to measure the post-episode penalty). Leave at 0 otherwise."},
+    )
 
     def __post_init__(self) -> None:
         if self.backend not in ("unsloth", "transformers"):
@@ -126,6 +160,10 @@ class AgentConfig:
             raise ValueError(f"--fewshot_examples must be 0, 1 or 2, got {self.fewshot_examples}")
         if self.step_budget < 1:
             raise ValueError(f"--step_budget must be at least 1, got {self.step_budget}")
+        if self.sft_epochs <= 0 or self.sft_batch_size < 1 or not 0.0 <= self.sft_never_stop_share <= 1.0:
+            raise ValueError("--sft_epochs must be above 0, --sft_batch_size at least 1 and --sft_never_stop_share "
+                             f"between 0 and 1, got {self.sft_epochs}, {self.sft_batch_size} and "
+                             f"{self.sft_never_stop_share}")
         if self.fast_inference:
             if self.backend != "unsloth":
                 raise ValueError("--fast_inference is Unsloth's vLLM path: use it with --backend unsloth")
@@ -267,7 +305,8 @@ def apply_embedded_mode(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set
 
     agent.embedded = True
     agent.backend = "transformers" if not torch.cuda.is_available() else agent.backend
-    agent.model = str(build_tiny_qwen3(Path(grpo.output_dir) / "tiny-qwen3"))
+    if "model" not in explicit or not Path(agent.model).is_dir():  # an explicit local model is kept
+        agent.model = str(build_tiny_qwen3(Path(grpo.output_dir) / "tiny-qwen3"))
     if "max_questions" not in explicit:
         agent.max_questions = EMBEDDED_MAX_QUESTIONS
     for name, value in EMBEDDED_OVERRIDES.items():
@@ -310,7 +349,11 @@ def last_checkpoint(directory: Path) -> Path | None:
 
 def check_outputs(agent: AgentConfig, grpo: GRPOConfig, phase: Phase) -> Path | None:
     """Fail before any model loads: missing start adapter, resume without checkpoint, or one to lose."""
-    if phase.start_from is not None:
+    if agent.start_adapter is not None:
+        if not (Path(agent.start_adapter) / "adapter_model.safetensors").is_file():
+            raise FileNotFoundError(f"--start_adapter {agent.start_adapter}: no adapter_model.safetensors there; "
+                                    "run `python train.py --phase sft` first (same --output_dir)")
+    elif phase.start_from is not None:
         start = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME
         if not (start / "adapter_config.json").is_file():
             raise FileNotFoundError(
@@ -336,16 +379,21 @@ def check_outputs(agent: AgentConfig, grpo: GRPOConfig, phase: Phase) -> Path | 
 # ---------------------------------------------------------------------------------------------- model
 
 
-def load_model(agent: AgentConfig, grpo: GRPOConfig, start_adapter: Path | None) -> tuple[Any, Any]:
-    """Base model plus a trainable LoRA on all linear layers, optionally starting from saved weights."""
+def load_model(
+    agent: AgentConfig, grpo: GRPOConfig, start_adapter: Path | None, with_lora: bool = True
+) -> tuple[Any, Any]:
+    """Base model plus a trainable LoRA on all linear layers (or, without, every weight trainable),
+    optionally starting from saved weights."""
     local = agent.embedded or Path(agent.model).is_dir()
     if agent.backend == "unsloth":
         from unsloth import FastLanguageModel
 
         model, tokenizer = FastLanguageModel.from_pretrained(
             agent.model, max_seq_length=agent.max_seq_length, load_in_4bit=agent.load_in_4bit,
-            dtype=None, local_files_only=local, fast_inference=agent.fast_inference,
+            dtype=None, local_files_only=local, fast_inference=agent.fast_inference, full_finetuning=not with_lora,
         )
+        if not with_lora:
+            return model, tokenizer
         model = FastLanguageModel.get_peft_model(
             model, r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
             use_gradient_checkpointing="unsloth" if grpo.gradient_checkpointing else False, random_state=grpo.seed,
@@ -355,11 +403,14 @@ def load_model(agent: AgentConfig, grpo: GRPOConfig, start_adapter: Path | None)
         from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
         quantization = BitsAndBytesConfig(load_in_4bit=True) if agent.load_in_4bit else None
-        dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+        # A full fine-tune keeps float32 weights: AdamW steps on bf16 weights lose most of their bits.
+        dtype = torch.bfloat16 if torch.cuda.is_available() and with_lora else torch.float32
         model = AutoModelForCausalLM.from_pretrained(
             agent.model, dtype=dtype, quantization_config=quantization, local_files_only=local
         )
         tokenizer = AutoTokenizer.from_pretrained(agent.model, local_files_only=local)
+        if not with_lora:
+            return model, tokenizer
         lora = LoraConfig(r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
                           task_type="CAUSAL_LM")
         model = get_peft_model(model, lora)
@@ -386,7 +437,7 @@ def build_trainer(
     agent: AgentConfig, grpo: AgentGRPOConfig, model: Any, tokenizer: Any, dataset: Dataset,
     fewshot: FewShotPrompt, epochs_before_phase: float, rollout_logger: RolloutLogger,
 ) -> GRPOTrainer:
-    grpo.max_tool_calling_iterations = agent.step_budget + EXTRA_TOOL_TURNS
+    grpo.max_tool_calling_iterations = agent.step_budget + EXTRA_CALLS_AFTER_BUDGET
     if agent.fast_inference:
         grpo.use_vllm, grpo.vllm_mode = True, "colocate"  # generation runs in Unsloth's in-process vLLM
     # episode_metrics only logs (weight 0); the reward is SQLEnv.get_reward, which TRL adds with weight 1.
@@ -401,7 +452,8 @@ def build_trainer(
         args=grpo,
         train_dataset=dataset,
         processing_class=tokenizer,
-        environment_factory=functools.partial(SQLEnv, step_budget=agent.step_budget),
+        environment_factory=functools.partial(
+            SQLEnv, step_budget=agent.step_budget, post_episode_penalty=agent.post_episode_penalty),
         callbacks=callbacks,
     )
 
@@ -449,6 +501,12 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
               f"{agent.max_questions} questions, completions of {grpo.max_completion_length} tokens. "
               "It checks the pipeline; it does not train a useful model.", flush=True)
 
+    if agent.phase == sft.PHASE_NAME:  # the supervised warm-up (sft.py) is not a GRPO phase
+        if agent.dry_run:
+            return None
+        model, tokenizer = load_model(agent, grpo, None, with_lora=not agent.sft_full_finetune)
+        return sft.run(agent, grpo, model, tokenizer, explicit)
+
     try:
         phases = load_curriculum(agent.curriculum)
         phase, epochs_before_phase = select_phase(phases, agent.phase)
@@ -461,6 +519,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     except (ValueError, FileNotFoundError, FileExistsError) as error:
         raise SetupError(str(error)) from error
     start_adapter = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME if phase.start_from else None
+    start_adapter = Path(agent.start_adapter) if agent.start_adapter else start_adapter
     out_dir = phase_dir(grpo, phase.name)
     grpo.output_dir = str(out_dir)
     print(f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "

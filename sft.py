@@ -1,0 +1,323 @@
+"""Supervised warm-up: teach the tool protocol by imitating the oracle's episodes, before GRPO.
+
+    python train.py --phase sft                                            # LoRA on the oracle's episodes
+    python train.py --phase easy --start_adapter outputs/sft/adapter       # GRPO from the warm-up
+
+GRPO learns only from groups whose episodes score differently. A model that never writes a
+well-formed tool call, or never reaches ``answer``, gets the same zero for every generation and
+no gradient at all; a pretrained Qwen3 mostly avoids that, a small or random one never does.
+This phase gives it the protocol first: the oracle (``policies.OraclePolicy``) plays every
+usable training question through the real ``SQLEnv`` (describe the gold tables, run the gold
+query, answer the gold result, then stop), and the model is trained to write the assistant
+turns of those episodes.
+
+The episodes are rendered exactly as GRPO training renders them: the same system prompts (with
+the few-shot examples, as in the curriculum's first epoch, and without, alternating), the four
+tools passed to the chat template, TRL's training version of the template (the one with
+``{% generation %}`` markers), thinking off. The loss is on the tokens the model generates (the
+template marks assistant turns; the empty think block the generation prompt supplies is left
+out), and the LM head runs on those positions only, so a 150k-token vocabulary costs little.
+
+The LoRA has the rank and targets of the GRPO phases and is saved to OUTPUT_DIR/sft/adapter, where
+``--start_adapter`` picks it up. With ``--sft_full_finetune`` every weight trains and the whole
+model is saved to OUTPUT_DIR/sft/model, the ``--model`` of the GRPO phases: LoRA adapts pretrained
+weights, and a small random-weight model (experiments/learning_proof.py) has none.
+The settings are train.py's: ``--sft_epochs``,
+``--sft_batch_size`` (in micro-batches of ``--per_device_train_batch_size``), ``--learning_rate`` when
+given (else ``SFT_LEARNING_RATE``) with ``--warmup_steps`` and a cosine decay, ``--seed``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agent_env import SQLEnv
+from fewshot import FewShotPrompt, build_fewshot_prompt
+from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
+from spider_data import SpiderExample, load_split, to_grpo_rows
+
+PHASE_NAME = "sft"
+ADAPTER_DIRNAME = "adapter"
+MODEL_DIRNAME = "model"  # --sft_full_finetune: a whole model, the --model of the GRPO phases
+# LoRA fine-tuning rates are about ten times GRPO's; train.py's 1e-5 default would barely move it.
+SFT_LEARNING_RATE = 2e-4
+# What the assistant says after the answer is recorded: a short turn with no tool call ends TRL's tool loop.
+CLOSING_MESSAGE = "Done."
+IGNORE_INDEX = -100
+
+
+# --------------------------------------------------------------------------------------------- data
+
+
+def oracle_conversations(
+    rows: Sequence[dict[str, Any]], *, step_budget: int, never_stop_share: float = 0.0, seed: int = 0
+) -> list[list[dict[str, Any]]]:
+    """The chat messages of one oracle episode per row, closed by a short final assistant turn.
+
+    ``never_stop_share`` of the episodes (chosen with ``seed``) keep querying after the answer, as
+    the first run's models did: a warm start with that habit, for measuring what the penalty does.
+    """
+    if not 0.0 <= never_stop_share <= 1.0:
+        raise ValueError(f"never_stop_share must be between 0 and 1, got {never_stop_share}")
+    chooser = random.Random(seed)
+    env = SQLEnv(step_budget=step_budget)
+    conversations = []
+    for row in rows:
+        policy: Policy = NeverStopPolicy() if chooser.random() < never_stop_share else OraclePolicy()
+        transcript = play_episode(env, row, policy)
+        if not transcript.episode.is_correct:
+            raise ValueError(f"the oracle got {row['question']!r} wrong; the verifier and the gold disagree")
+        conversations.append(transcript.messages + [{"role": "assistant", "content": CLOSING_MESSAGE}])
+    return conversations
+
+
+def rows_with_both_prompts(examples: Sequence[SpiderExample], fewshot: FewShotPrompt) -> list[dict[str, Any]]:
+    """Trainer rows whose system prompt alternates between the two GRPO uses: with the few-shot
+    examples (the curriculum's first epoch) and without (after). A small model that saw only one
+    of them is thrown by the other."""
+    with_examples = fewshot.system_prompt()
+    prompts = [with_examples, fewshot.base_prompt] if with_examples != fewshot.base_prompt else [fewshot.base_prompt]
+    return [row for index, example in enumerate(examples)
+            for row in to_grpo_rows([example], prompts[index % len(prompts)])]
+
+
+@dataclass(frozen=True)
+class EncodedConversation:
+    """Token ids of one conversation and, for each, whether the model is trained to write it."""
+
+    input_ids: list[int]
+    is_assistant: list[bool]
+
+    @property
+    def trained_tokens(self) -> int:
+        return sum(self.is_assistant)
+
+
+def tool_schemas() -> list[Callable[..., str]]:
+    """The tool methods as GRPO hands them to the chat template (every public SQLEnv method but two)."""
+    env = SQLEnv()
+    return [env.describe, env.sample, env.query, env.answer]
+
+
+def encode_conversation(
+    tokenizer: Any, messages: list[dict[str, Any]], chat_template: str | None
+) -> EncodedConversation:
+    """Render with the tools and TRL's training template, and mark the tokens the model writes itself.
+
+    The template's generation markers give each assistant turn; of a turn, only what generation
+    produces is trained: not the part the generation prompt already holds (Qwen3's empty think
+    block with thinking off) nor what follows the end-of-turn token.
+    """
+    rendered = tokenizer.apply_chat_template(
+        messages, tools=tool_schemas(), chat_template=chat_template, tokenize=True, return_dict=True,
+        return_assistant_tokens_mask=True, enable_thinking=False,
+    )
+    input_ids = list(rendered["input_ids"])
+    mask = [bool(flag) for flag in rendered["assistant_masks"]]
+    if not any(mask):
+        raise ValueError("the chat template marks no assistant tokens: it needs {% generation %} markers")
+    prompted = generation_prompt_ids(tokenizer, chat_template)
+    for start, end in _runs(mask):
+        for position in range(start, start + _prompted_length(input_ids, start, prompted)):
+            mask[position] = False
+        turn_end = next((p for p in range(start, end) if input_ids[p] == tokenizer.eos_token_id), end - 1)
+        for position in range(turn_end + 1, end):
+            mask[position] = False
+    return EncodedConversation(input_ids=input_ids, is_assistant=mask)
+
+
+def generation_prompt_ids(tokenizer: Any, chat_template: str | None) -> list[int]:
+    """The tokens the generation prompt adds after a user turn (Qwen3, thinking off: header and empty think)."""
+    user = [{"role": "user", "content": "x"}]
+    options = {"chat_template": chat_template, "tokenize": True, "return_dict": False, "enable_thinking": False}
+    with_prompt = list(tokenizer.apply_chat_template(user, add_generation_prompt=True, **options))
+    without = list(tokenizer.apply_chat_template(user, add_generation_prompt=False, **options))
+    return with_prompt[len(without):]
+
+
+def _runs(mask: list[bool]) -> list[tuple[int, int]]:
+    """(start, end) of each run of True values."""
+    runs, start = [], None
+    for position, flag in enumerate([*mask, False]):
+        if flag and start is None:
+            start = position
+        elif not flag and start is not None:
+            runs.append((start, position))
+            start = None
+    return runs
+
+
+def _prompted_length(input_ids: list[int], start: int, prompted: list[int]) -> int:
+    """How many tokens from ``start`` on finish the generation prompt that begins just before ``start``."""
+    for inside in range(len(prompted), 0, -1):
+        before = len(prompted) - inside
+        if start >= before and input_ids[start - before : start + inside] == prompted:
+            return inside
+    return 0
+
+
+def training_template(tokenizer: Any) -> str | None:
+    """TRL's training version of the tokenizer's template (None when the tokenizer's own already fits)."""
+    from trl.chat_template_utils import get_training_chat_template, has_generation_markers
+
+    if tokenizer.chat_template and has_generation_markers(tokenizer.chat_template):
+        return None
+    return get_training_chat_template(tokenizer)
+
+
+# -------------------------------------------------------------------------------------------- training
+
+
+def assistant_token_loss(model: Any, batch: list[EncodedConversation], pad_id: int) -> tuple[torch.Tensor, int]:
+    """Summed cross-entropy of the assistant tokens of a right-padded batch, and how many there are.
+
+    The decoder runs on the whole batch; the LM head only on the hidden states that predict an
+    assistant token, which is most of the saving on a 150k-token vocabulary.
+    """
+    device = next(model.parameters()).device
+    longest = max(len(item.input_ids) for item in batch)
+    input_ids = torch.full((len(batch), longest), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(batch), longest), dtype=torch.long)
+    targets = torch.full((len(batch), longest), IGNORE_INDEX, dtype=torch.long)
+    for row, item in enumerate(batch):
+        length = len(item.input_ids)
+        input_ids[row, :length] = torch.tensor(item.input_ids)
+        attention_mask[row, :length] = 1
+        # Position p predicts token p + 1: the target at p is the next token when that one is the assistant's.
+        next_tokens = torch.tensor(item.input_ids[1:])
+        trained = torch.tensor(item.is_assistant[1:])
+        targets[row, : length - 1] = torch.where(trained, next_tokens, torch.full_like(next_tokens, IGNORE_INDEX))
+    causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model  # through a PEFT wrapper
+    hidden = causal_lm.get_decoder()(
+        input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), use_cache=False).last_hidden_state
+    trained_positions = (targets != IGNORE_INDEX).to(device)
+    logits = causal_lm.get_output_embeddings()(hidden[trained_positions])
+    loss = torch.nn.functional.cross_entropy(logits.float(), targets.to(device)[trained_positions], reduction="sum")
+    return loss, int(trained_positions.sum())
+
+
+def warmup_cosine(step: int, *, warmup_steps: int, total_steps: int, floor: float = 0.1) -> float:
+    """The learning-rate factor: linear warm-up, then a cosine down to ``floor`` at the last step."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+@dataclass
+class SFTSettings:
+    epochs: float
+    learning_rate: float
+    batch_size: int  # episodes per optimizer step
+    micro_batch_size: int  # episodes per forward pass
+    warmup_steps: int
+    seed: int
+    max_grad_norm: float = 1.0
+
+
+def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings, pad_id: int,
+              log: Callable[[dict[str, float]], None]) -> list[dict[str, float]]:
+    """AdamW on the trainable parameters; every optimizer step's mean token loss is logged and returned."""
+    parameters = [parameter for parameter in model.parameters() if parameter.requires_grad]
+    optimizer = torch.optim.AdamW(parameters, lr=settings.learning_rate, weight_decay=0.0)
+    examples_per_step = settings.batch_size
+    total_steps = max(1, math.ceil(len(data) * settings.epochs / examples_per_step))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, functools.partial(warmup_cosine, warmup_steps=settings.warmup_steps, total_steps=total_steps))
+    order_rng = random.Random(settings.seed)
+    stream: list[int] = []
+    history = []
+    model.train()
+    started = time.perf_counter()
+    for step in range(1, total_steps + 1):
+        while len(stream) < examples_per_step:  # epochs are reshuffled passes over the data
+            epoch = list(range(len(data)))
+            order_rng.shuffle(epoch)
+            stream += epoch
+        picked, stream = stream[:examples_per_step], stream[examples_per_step:]
+        micro_batches = [picked[start : start + settings.micro_batch_size]
+                         for start in range(0, len(picked), settings.micro_batch_size)]
+        total_tokens = sum(data[index].trained_tokens for index in picked)
+        step_loss = 0.0
+        for micro in micro_batches:
+            loss, _ = assistant_token_loss(model, [data[index] for index in micro], pad_id)
+            (loss / total_tokens).backward()
+            step_loss += loss.item()
+        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, settings.max_grad_norm)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        entry = {"step": step, "epoch": round(step * examples_per_step / len(data), 3),
+                 "loss": step_loss / total_tokens, "grad_norm": float(grad_norm),
+                 "learning_rate": schedule.get_last_lr()[0], "elapsed_s": round(time.perf_counter() - started, 2)}
+        history.append(entry)
+        log(entry)
+    model.eval()
+    return history
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+
+def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -> Path:
+    """train.py's ``--phase sft``: oracle episodes of the train split, generated-token loss; saves the
+    adapter (or, with --sft_full_finetune, the model) and returns its folder."""
+    out_dir = Path(grpo.output_dir) / PHASE_NAME
+    saved_dir = out_dir / (MODEL_DIRNAME if agent.sft_full_finetune else ADAPTER_DIRNAME)
+    split = load_split(agent.data_dir, "train", hardness=agent.sft_hardness)
+    usable = [example for example in split.usable() if example.gold_row_count <= agent.max_gold_rows]
+    if agent.max_questions is not None:
+        usable = usable[: agent.max_questions]
+    if not usable:
+        raise ValueError(f"no usable {'+'.join(agent.sft_hardness)} training questions in {agent.data_dir}:\n"
+                         f"{split.summary()}")
+    conversations = oracle_conversations(
+        rows_with_both_prompts(usable, build_fewshot_prompt(split.usable(), agent.fewshot_examples)),
+        step_budget=agent.step_budget, never_stop_share=agent.sft_never_stop_share, seed=grpo.seed)
+    template = training_template(tokenizer)
+    data = [encode_conversation(tokenizer, messages, template) for messages in conversations]
+    settings = SFTSettings(
+        epochs=agent.sft_epochs,
+        learning_rate=grpo.learning_rate if "learning_rate" in explicit else SFT_LEARNING_RATE,
+        batch_size=agent.sft_batch_size,
+        micro_batch_size=grpo.per_device_train_batch_size,
+        warmup_steps=grpo.warmup_steps,
+        seed=grpo.seed,
+    )
+    tokens = sum(len(item.input_ids) for item in data)
+    trained = sum(item.trained_tokens for item in data)
+    print(f"[sft] {len(data)} oracle episodes of {agent.data_dir} ({tokens} tokens, {trained} of them the "
+          f"assistant's), {settings.epochs:g} epoch(s), learning rate {settings.learning_rate:g}, "
+          f"{settings.batch_size} episodes per step", flush=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "train_config.json").write_text(json.dumps(
+        {"agent": asdict(agent), "grpo": grpo.to_dict(), "sft": asdict(settings)},
+        indent=2, default=str))
+    metrics_path = out_dir / "metrics.jsonl"
+    metrics_path.write_text("")
+
+    def log(entry: dict[str, float]) -> None:
+        with metrics_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+        if entry["step"] == 1 or entry["step"] % max(1, grpo.logging_steps * 10) == 0:
+            print(f"[sft] step {entry['step']} epoch {entry['epoch']:.2f} loss {entry['loss']:.4f}", flush=True)
+
+    torch.manual_seed(grpo.seed)
+    history = train_sft(model, data, settings, tokenizer.pad_token_id, log)
+    model.save_pretrained(saved_dir)
+    tokenizer.save_pretrained(saved_dir)
+    print(f"[sft] loss {history[0]['loss']:.4f} -> {history[-1]['loss']:.4f} in {len(history)} steps "
+          f"({history[-1]['elapsed_s']:.0f} s); saved {'model' if agent.sft_full_finetune else 'adapter'} to "
+          f"{saved_dir}; next: python train.py --phase easy "
+          f"{'--model' if agent.sft_full_finetune else '--start_adapter'} {saved_dir}", flush=True)
+    return saved_dir

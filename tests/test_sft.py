@@ -1,0 +1,158 @@
+"""The supervised warm-up (sft.py, `train.py --phase sft`) and the runs that start from it."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import train  # noqa: E402  (imports unsloth first, as train.py must)
+import sft  # noqa: E402, I001  (after train: it loads transformers)
+from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
+from tiny_model import build_qwen3_tokenizer, build_tiny_qwen3  # noqa: E402
+
+REPO_DIR = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, Any]]:
+    return to_grpo_rows(load_split(BUILTIN_DATA_DIR, "train", progress=False).usable()[:4])
+
+
+def trained_text(tokenizer: Any, encoded: sft.EncodedConversation) -> list[str]:
+    """The trained tokens, decoded run by run."""
+    runs, current = [], []
+    for token, is_trained in zip(encoded.input_ids, encoded.is_assistant, strict=True):
+        if is_trained:
+            current.append(token)
+        elif current:
+            runs.append(tokenizer.decode(current))
+            current = []
+    return runs
+
+
+def test_only_what_the_model_generates_is_trained(rows: list[dict[str, Any]]) -> None:
+    tokenizer = build_qwen3_tokenizer()
+    conversation = sft.oracle_conversations(rows[:1], step_budget=10)[0]
+    encoded = sft.encode_conversation(tokenizer, conversation, sft.training_template(tokenizer))
+    runs = trained_text(tokenizer, encoded)
+    calls = [message["tool_calls"][0]["function"] for message in conversation if message.get("tool_calls")]
+    assert len(runs) == len(calls) + 1  # one run per tool call, then the closing turn
+    for run, call in zip(runs, calls, strict=False):
+        assert run.startswith("<tool_call>\n") and run.endswith("</tool_call><|im_end|>")
+        assert json.loads(run.removeprefix("<tool_call>\n").removesuffix("\n</tool_call><|im_end|>")) == call
+    assert runs[-1] == sft.CLOSING_MESSAGE + "<|im_end|>"
+    assert "<think>" not in "".join(runs)  # the generation prompt holds the empty think block; it is not trained
+
+
+def test_oracle_episodes_end_after_the_answer_unless_the_habit_is_asked_for(rows: list[dict[str, Any]]) -> None:
+    def calls_after_answer(conversation: list[dict[str, Any]]) -> int:
+        names = [message["tool_calls"][0]["function"]["name"] for message in conversation if message.get("tool_calls")]
+        return len(names) - names.index("answer") - 1
+
+    assert all(calls_after_answer(c) == 0 for c in sft.oracle_conversations(rows, step_budget=10))
+    habit = sft.oracle_conversations(rows, step_budget=10, never_stop_share=1.0)
+    assert all(calls_after_answer(c) > 0 for c in habit)
+    assert all(c[-1] == {"role": "assistant", "content": sft.CLOSING_MESSAGE} for c in habit)
+
+
+def test_learning_rate_warms_up_then_decays() -> None:
+    factors = [sft.warmup_cosine(step, warmup_steps=2, total_steps=10) for step in range(10)]
+    assert factors[0] == 0.5 and factors[1] == 1.0
+    assert all(later <= earlier for earlier, later in itertools.pairwise(factors[1:]))
+    assert factors[-1] > 0.1 - 1e-9
+
+
+def test_sft_makes_the_oracle_calls_more_likely(tmp_path: Path, rows: list[dict[str, Any]]) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model_dir = build_tiny_qwen3(tmp_path / "tiny")
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    template = sft.training_template(tokenizer)
+    data = [sft.encode_conversation(tokenizer, c, template) for c in sft.oracle_conversations(rows, step_budget=10)]
+
+    def mean_loss() -> float:
+        import torch
+
+        with torch.no_grad():
+            loss, tokens = sft.assistant_token_loss(model, data, tokenizer.pad_token_id)
+        return loss.item() / tokens
+
+    before = mean_loss()
+    settings = sft.SFTSettings(epochs=8, learning_rate=3e-3, batch_size=4, micro_batch_size=2, warmup_steps=1, seed=0)
+    history = sft.train_sft(model, data, settings, tokenizer.pad_token_id, log=lambda entry: None)
+    assert len(history) == 8 and history[-1]["loss"] < history[0]["loss"]
+    assert mean_loss() < before - 1.0  # nats per assistant token, on the very episodes it imitated
+
+
+def sft_argv(output_dir: Path, *extra: str) -> list[str]:
+    return ["--phase", "sft", "--output_dir", str(output_dir), "--max_questions", "3", "--sft_epochs", "1",
+            "--sft_batch_size", "3", "--report_to", "none", *extra]
+
+
+class StopBeforeTraining(Exception):
+    pass
+
+
+def test_easy_phase_starts_from_the_sft_adapter(tmp_path: Path) -> None:
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    adapter = train.main(sft_argv(tmp_path))
+    assert adapter == tmp_path / "sft" / "adapter"
+    saved = load_file(adapter / "adapter_model.safetensors")
+    assert any(tensor.abs().sum() > 0 for name, tensor in saved.items() if "lora_B" in name)  # it trained
+    assert (tmp_path / "sft" / "metrics.jsonl").read_text().count("loss") == 1
+    seen: dict[str, Any] = {}
+
+    def capture_and_stop(trainer: Any) -> None:
+        seen.update(get_peft_model_state_dict(trainer.model))
+        raise StopBeforeTraining
+
+    with pytest.raises(StopBeforeTraining):
+        train.main(["--phase", "easy", "--output_dir", str(tmp_path), "--start_adapter", str(adapter),
+                    "--report_to", "none"], before_train=capture_and_stop)
+    assert set(seen) == set(saved)
+    assert all(seen[name].float().allclose(saved[name].float()) for name in saved)
+
+
+def test_full_finetune_saves_a_model_that_later_phases_take_as_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_dir = train.main(sft_argv(tmp_path, "--sft_full_finetune"))
+    assert model_dir == tmp_path / "sft" / "model"
+    assert (model_dir / "config.json").is_file() and (model_dir / "tokenizer_config.json").is_file()
+    capsys.readouterr()
+    train.main(["--phase", "easy", "--model", str(model_dir), "--output_dir", str(tmp_path / "next"), "--dry-run"])
+    assert f"tiny offline Qwen3 at {model_dir}," in capsys.readouterr().out  # the embedded mode keeps it
+
+
+def test_a_missing_start_adapter_is_reported_before_loading_a_model(tmp_path: Path) -> None:
+    with pytest.raises(train.SetupError, match="run `python train.py --phase sft` first"):
+        train.main(["--output_dir", str(tmp_path), "--start_adapter", str(tmp_path / "sft" / "adapter"), "--dry-run"])
+
+
+@pytest.mark.slow
+def test_learning_proof_quick_writes_report_and_figures(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, str(REPO_DIR / "experiments" / "learning_proof.py"), "--quick", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    report = (tmp_path / "learning_proof.md").read_text()
+    assert "| the plan expects | measured here | verdict |" in report and "## Accuracy by hardness" in report
+    figures = sorted(path.name for path in (tmp_path / "learning_proof").glob("*.png"))
+    assert figures == ["accuracy_by_hardness.png", "fewshot_reward.png", "post_episode_calls.png",
+                       "reward_and_zero_advantage.png", "zero_advantage_4_vs_6.png"]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["evals"]) == {"sft", "easy", "mixed"}
+    assert set(results["curves"]) == {"seed0", "ng4", "no-fewshot", "penalty", "no-penalty"}
