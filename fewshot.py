@@ -49,8 +49,8 @@ def choose_examples(examples: Iterable[SpiderExample], count: int = 2) -> list[S
     chosen: list[SpiderExample] = []
     pool = [example for example in examples if example.is_usable]
     for wish in DEFAULT_WISHES[:count]:
+        used_databases = {picked.db_id for picked in chosen}
         for example in pool:
-            used_databases = {picked.db_id for picked in chosen}
             if (
                 example.hardness == wish.hardness
                 and example.answer_type in wish.answer_types

@@ -324,8 +324,9 @@ def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> 
     """The phase's training rows, with the few-shot system prompt applied as rows are read."""
     split = load_split(agent.data_dir, "train", hardness=phase.hardness)
     summary = split.summary()
-    usable = [example for example in split.usable() if example.gold_row_count <= agent.max_gold_rows]
-    fewshot = build_fewshot_prompt(split.usable(), fewshot_examples)
+    all_usable = split.usable()
+    usable = [example for example in all_usable if example.gold_row_count <= agent.max_gold_rows]
+    fewshot = build_fewshot_prompt(all_usable, fewshot_examples)
     training = [example for example in usable if example.question not in fewshot.example_questions]
     if agent.max_questions is not None:
         training = training[: agent.max_questions]
