@@ -49,14 +49,13 @@ EPISODE_OVER_MESSAGE = (
     "Episode is over: the question was already answered or the step budget is spent. "
     "Do not call any more tools."
 )
+NO_EPISODE_MESSAGE = "No episode has started: call reset() with a dataset row first."
+# Methods of SQLEnv that are not tools (TRL's environment_factory exposes every other public method).
+NOT_TOOLS = frozenset({"reset", "get_reward"})
 
+# The tools themselves are listed by the chat template (their schemas come from the docstrings below),
+# so the prompt does not list them again: every token here is read again on every turn of every episode.
 SYSTEM_PROMPT = f"""You answer questions about a SQLite database by calling tools.
-
-Tools:
-- describe(table): the columns, their types, foreign keys and row count of a table.
-- sample(table): a few rows of a table.
-- query(sql): run one read-only SQLite SELECT and see up to {MAX_RESULT_ROWS} rows.
-- answer(value): give your final answer. This ends the episode.
 
 Rules:
 - Look at the tables you need, query until you have the result, then call answer exactly once.
@@ -104,6 +103,7 @@ class EpisodeRecord:
     @property
     def in_episode_steps(self) -> int:
         return sum(not step.after_episode for step in self.steps)
+
 
     def reward_parts(self) -> dict[str, float]:
         return {
@@ -195,6 +195,8 @@ def _episode_step(tool: ToolMethod) -> ToolMethod:
     @functools.wraps(tool)
     def run_step(self: SQLEnv, /, *args: Any, **kwargs: Any) -> str:
         # `self` is positional-only, so a model's argument named "self" reaches the check below.
+        if not self._started:  # a programming error, not the model's: nothing to record or penalise
+            raise ValueError(NO_EPISODE_MESSAGE)
         step = StepRecord(tool=tool.__name__, arguments=dict(kwargs))
         self.episode.steps.append(step)
         if self.episode.is_over:
@@ -244,6 +246,7 @@ class SQLEnv:
         self.max_result_rows = max_result_rows
         self.max_result_chars = max_result_chars
         self.episode = EpisodeRecord(is_over=True)
+        self._started = False
         self._database: ReadOnlyDatabase | None = None
         self._gold: GoldResult | None = None
 
@@ -254,6 +257,7 @@ class SQLEnv:
         self._gold = load_gold(str(db_path), gold_sql, self.query_timeout_s)
         self.episode = EpisodeRecord(question=question, db_path=str(db_path), gold_sql=gold_sql,
                                      penalty_per_post_episode_call=self.post_episode_penalty)
+        self._started = True
         return f"\n\nTables in this database: {', '.join(self._database.table_names())}"
 
     def get_reward(self) -> float:
@@ -267,7 +271,7 @@ class SQLEnv:
 
     def _require_database(self) -> ReadOnlyDatabase:
         if self._database is None or self._gold is None:
-            raise ValueError("No episode has started: call reset() with a dataset row first.")
+            raise ValueError(NO_EPISODE_MESSAGE)
         return self._database
 
     def _note_inspected(self, table: str) -> None:
@@ -296,9 +300,6 @@ class SQLEnv:
 
         Args:
             table: Name of a table in the database.
-
-        Returns:
-            One line per column, the foreign keys, and the row count.
         """
         database = self._require_database()
         name = database.resolve_table(table)
@@ -318,9 +319,6 @@ class SQLEnv:
 
         Args:
             table: Name of a table in the database.
-
-        Returns:
-            A header line with the column names, then one line per row, cells separated by " | ".
         """
         database = self._require_database()
         name = database.resolve_table(table)
@@ -333,10 +331,7 @@ class SQLEnv:
         Run one read-only SQLite SELECT statement and show its result.
 
         Args:
-            sql: A single SELECT (or WITH ... SELECT) statement in SQLite syntax.
-
-        Returns:
-            A header line with the column names, then up to 20 rows, cells separated by " | ".
+            sql: A single SELECT (or WITH ... SELECT) statement in SQLite syntax; up to 20 rows are shown.
         """
         database = self._require_database()
         if not isinstance(sql, str):
@@ -355,9 +350,6 @@ class SQLEnv:
 
         Args:
             value: The answer: one value, values separated by commas, or rows as lines with cells separated by " | ".
-
-        Returns:
-            A confirmation that the answer was recorded.
         """
         self._require_database()
         if not isinstance(value, str):
@@ -371,3 +363,34 @@ class SQLEnv:
         self._close_database()
         return "Answer recorded. The episode is over; do not call any more tools."
 
+
+
+# The tools, in the order TRL's environment_factory lists them (inspect.getmembers on the class), which is
+# the order of the tool schemas in the prompt. Training, the warm-up, eval and the policies all use these.
+TOOL_NAMES: tuple[str, ...] = tuple(
+    name for name, _ in inspect.getmembers(SQLEnv, inspect.isfunction)
+    if not name.startswith("_") and name not in NOT_TOOLS
+)
+
+
+def tool_methods(env: SQLEnv) -> list[Callable[..., str]]:
+    """The environment's bound tool methods (transformers builds the tool schemas from them)."""
+    return [getattr(env, name) for name in TOOL_NAMES]
+
+
+def max_tool_calls(step_budget: int) -> int:
+    """The call cap of an episode: the budget, plus a few calls after it so post-episode calls show and cost."""
+    return step_budget + EXTRA_CALLS_AFTER_BUDGET
+
+
+def tool_error_rate(failed_calls: int, calls: int) -> float | None:
+    """The one definition training and eval report: failed in-episode calls (unknown tools included) over
+    in-episode calls (unknown tools included), pooled over episodes; None when there was no call."""
+    return failed_calls / calls if calls else None
+
+
+def unknown_tool_calls(messages: list[dict[str, Any]]) -> int:
+    """Calls of tools the environment does not have: they never reach it, so only the messages show them."""
+    return sum(call["function"]["name"] not in TOOL_NAMES
+               for message in messages if message.get("role") == "assistant"
+               for call in message.get("tool_calls") or [] if isinstance(call.get("function"), dict))

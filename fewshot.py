@@ -12,7 +12,6 @@ row's system message from a shared ``FewShotPrompt`` when the row is read; the c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from agent_env import SYSTEM_PROMPT, SQLEnv
+from chat_format import tool_call_text
 from policies import OraclePolicy, Transcript, play_episode
 from spider_data import AnswerType, SpiderExample, to_grpo_rows
 from sql_structure import Hardness, tables_used
@@ -77,14 +77,12 @@ def _shorten(text: str) -> str:
 
 
 def render_transcript(transcript: Transcript) -> str:
-    """One episode as text, tool calls written the way Qwen3 writes them."""
+    """One episode as text, tool calls written exactly as the model writes them."""
     parts = [transcript.messages[1]["content"].strip()]
     for message in transcript.messages[2:]:
         if message["role"] == "assistant":
             for call in message["tool_calls"]:
-                function = call["function"]
-                payload = json.dumps({"name": function["name"], "arguments": function["arguments"]})
-                parts.append(f"<tool_call>\n{payload}\n</tool_call>")
+                parts.append(tool_call_text(call["function"]["name"], call["function"]["arguments"]))
         elif message["role"] == "tool":
             parts.append(f"<tool_response>\n{_shorten(message['content'])}\n</tool_response>")
     return "\n".join(parts)

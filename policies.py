@@ -16,13 +16,12 @@ Scripted policies:
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent_env import EXTRA_CALLS_AFTER_BUDGET, SQLEnv, load_gold
+from agent_env import TOOL_NAMES, SQLEnv, load_gold, max_tool_calls, tool_methods
 from sql_structure import SQLStructureError, tables_used
 from verifier import format_answer
 
@@ -69,12 +68,7 @@ def tool_error(message: str) -> str:
 
 def run_tool(env: SQLEnv, call: ToolCall) -> str:
     """Call one tool on the environment; any error becomes the text the model would see in training."""
-    tools: dict[str, Callable[..., str]] = {
-        "describe": env.describe,
-        "sample": env.sample,
-        "query": env.query,
-        "answer": env.answer,
-    }
+    tools: dict[str, Callable[..., str]] = dict(zip(TOOL_NAMES, tool_methods(env), strict=True))
     if call.name not in tools:
         return tool_error(f"unknown tool {call.name!r}; tools are: {', '.join(tools)}")
     try:
@@ -95,7 +89,7 @@ def play_episode(env: SQLEnv, row: dict[str, Any], policy: Policy, *, max_calls:
     """Run one policy on one row through the environment until it stops or hits the call cap."""
     messages = initial_messages(env, row)
     policy.start(row)
-    cap = max_calls if max_calls is not None else env.step_budget + EXTRA_CALLS_AFTER_BUDGET
+    cap = max_calls if max_calls is not None else max_tool_calls(env.step_budget)
     for _ in range(cap):
         call = policy.next_call(messages)
         if call is None:
@@ -206,7 +200,3 @@ def make_policy(name: str) -> Policy:
         raise ValueError(f"unknown policy {name!r}; built-in policies are: {', '.join(SCRIPTED_POLICIES)}")
     return SCRIPTED_POLICIES[name]()
 
-
-def tool_call_text(call: ToolCall) -> str:
-    """A tool call as Qwen3 writes it, for rendering examples in a prompt."""
-    return "<tool_call>\n" + json.dumps({"name": call.name, "arguments": call.arguments}) + "\n</tool_call>"

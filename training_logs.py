@@ -4,6 +4,10 @@
 function of weight 0 (TRL hands reward functions the environments and a ``log_metric`` hook, so
 it is the one place that sees every finished episode), and it is a ``TrainerCallback`` that
 appends every log line to ``metrics.jsonl`` as it happens, so nothing is lost on a crash.
+
+With several processes (DDP), each one's reward function sees only its own environments: the episodes
+are gathered from all of them first, so episode/* and accuracy/* cover the whole batch on every rank,
+and only the main process writes the files.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from accelerate.utils import gather_object
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from agent_env import tool_error_rate, unknown_tool_calls
 from fewshot import FEWSHOT_HEADER
 
 # Curves worth looking at, by the key TRL or episode_metrics logs them under.
@@ -60,25 +66,35 @@ class RolloutLogger(TrainerCallback):
         hardness: list[str] | None = None,
         **kwargs: Any,
     ) -> list[float]:
-        """A reward function of weight 0: logs what the episodes did, returns zeros."""
-        episodes = [environment.episode for environment in environments]
-        rewards = [environment.get_reward() for environment in environments]
-        steps = sum(episode.in_episode_steps for episode in episodes)
+        """A reward function of weight 0: logs what the episodes of every process did, returns zeros.
+
+        Every rank gathers all ranks' episodes (in rank order, the order TRL scores the global batch in) and
+        logs the same whole-batch values; TRL's log_metric then averages across ranks, which leaves them as
+        they are. TRL calls reward functions on every rank for every batch, so the gather cannot hang.
+        """
+        local_levels = hardness or [""] * len(environments)
+        local = [(prompt, completion, environment.episode, environment.get_reward(), level)
+                 for prompt, completion, environment, level in
+                 zip(prompts, completions, environments, local_levels, strict=True)]
+        prompts, completions, episodes, rewards, levels = (list(column) for column in zip(*gather_object(local)))
+        unknown = sum(unknown_tool_calls(completion) for completion in completions if isinstance(completion, list))
+        calls = sum(episode.in_episode_steps for episode in episodes) + unknown
+        failed = sum(episode.tool_errors for episode in episodes) + unknown
         log_metric("episode/accuracy", _mean([float(episode.is_correct) for episode in episodes]))
         log_metric("episode/answered", _mean([float(episode.answer is not None) for episode in episodes]))
         log_metric("episode/tool_calls", _mean([float(episode.in_episode_steps) for episode in episodes]))
         log_metric("episode/post_episode_calls", _mean([float(episode.post_episode_calls) for episode in episodes]))
-        log_metric("episode/tool_error_rate", sum(episode.tool_errors for episode in episodes) / max(steps, 1))
+        log_metric("episode/tool_error_rate", tool_error_rate(failed, calls) or 0.0)
         log_metric("episode/zero_advantage_groups", zero_advantage_share(rewards, self.group_size))
         by_hardness: dict[str, list[float]] = defaultdict(list)
-        for episode, level in zip(episodes, hardness or [""] * len(episodes), strict=True):
+        for episode, level in zip(episodes, levels, strict=True):
             by_hardness[level or "unknown"].append(float(episode.is_correct))
         for level, correct in by_hardness.items():
             log_metric(f"accuracy/{level}", _mean(correct))
-        step = trainer_state.global_step if trainer_state is not None else 0
-        levels = hardness or [""] * len(episodes)
-        self._write_rollouts(step, prompts, completions, episodes, rewards, levels)
-        return [0.0] * len(completions)
+        if trainer_state is None or trainer_state.is_world_process_zero:
+            step = trainer_state.global_step if trainer_state is not None else 0
+            self._write_rollouts(step, prompts, completions, episodes, rewards, levels)
+        return [0.0] * len(local)
 
     def _write_rollouts(
         self, step: int, prompts: list[Any], completions: list[Any], episodes: list[Any], rewards: list[float],
@@ -111,7 +127,7 @@ class RolloutLogger(TrainerCallback):
         logs: dict[str, float] | None = None,
         **kwargs: Any,
     ) -> None:
-        if logs:
+        if logs and state.is_world_process_zero:  # every rank gets on_log; one writes
             logs.update(gpu_memory_gib())
             self.out_dir.mkdir(parents=True, exist_ok=True)
             with self.metrics_path.open("a", encoding="utf-8") as handle:
@@ -119,7 +135,8 @@ class RolloutLogger(TrainerCallback):
 
 
 def gpu_memory_gib() -> dict[str, float]:
-    """Peak GPU memory so far (allocated by tensors, reserved by the allocator); empty without CUDA."""
+    """Peak GPU memory so far (allocated by tensors, reserved by the allocator) of this process's GPU (under
+    DDP, metrics.jsonl holds the main process's); empty without CUDA."""
     import torch
 
     if not torch.cuda.is_available():

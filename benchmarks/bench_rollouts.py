@@ -27,7 +27,7 @@ import torch
 
 from agent_env import DEFAULT_STEP_BUDGET, SQLEnv
 from eval.checkpoint import import_unsloth, load_checkpoint, load_with_unsloth
-from eval.model_policy import Completion, ModelPolicy, ParsedTurn
+from eval.model_policy import Completion, ModelPolicy, TurnDecision
 from eval.runner import EpisodeEnd, StopReason, play_batched, play_scripted
 from policies import OraclePolicy, initial_messages
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows
@@ -68,9 +68,9 @@ class OracleTurns(ModelPolicy):
         super().start(key, row)
         self.plans[key] = OraclePolicy().plan(row)
 
-    def read_turn(self, key: int, completion: Completion) -> ParsedTurn:
+    def read_turn(self, key: int, completion: Completion, prompt_ids: list[int]) -> TurnDecision:
         plan = self.plans[key]
-        return ParsedTurn([plan.pop(0)]) if plan else ParsedTurn([], StopReason.NO_TOOL_CALL)
+        return TurnDecision([plan.pop(0)]) if plan else TurnDecision([], StopReason.NO_TOOL_CALL)
 
     def finish(self, key: int) -> EpisodeEnd:
         self.plans.pop(key)
@@ -116,14 +116,6 @@ def test_oracle_episodes_per_second_on_real_spider(
 # --- generation plus environment ------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(request: pytest.FixtureRequest) -> Path:
-    tiny_model = pytest.importorskip("tiny_model", reason="tiny_model.py (the offline Qwen3 builder) is not here")
-    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
-    root = cache.mkdir("eval") if cache is not None else request.getfixturevalue("tmp_path_factory").mktemp("eval")
-    return tiny_model.build_tiny_qwen3(root / "tiny-qwen3")  # the folder eval/'s tests build in
-
-
 def test_tiny_model_rollouts_per_second_on_cpu(
     benchmark: Any, capsys: pytest.CaptureFixture, tiny_model_dir: Path
 ) -> None:
@@ -139,7 +131,7 @@ def test_tiny_model_rollouts_per_second_on_cpu(
 
 @pytest.fixture(scope="module")
 def unsloth_policy(request: pytest.FixtureRequest) -> OracleTurns:
-    from tiny_model import build_qwen3_1_7b_random
+    from models import build_qwen3_1_7b_random
 
     started = time.perf_counter()
     model, tokenizer = load_with_unsloth(build_qwen3_1_7b_random(QWEN3_1_7B_DIR))

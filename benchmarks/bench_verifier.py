@@ -50,3 +50,19 @@ def test_thousand_row_table_wrong(benchmark):
     gold = [(f"name {i}", i * 1.37) for i in range(TABLE_ROWS)]
     answer = format_answer(gold[:-1] + [("name x", 0.0)])
     assert benchmark(verify_answer, answer, gold) is False
+
+
+@pytest.mark.parametrize("make_row", [
+    lambda i: (f"name {i}", i),
+    lambda i: (f"name {i}", i * 1.37),
+    lambda i: (i * 0.5,),
+    lambda i: (0.5, 1.5),
+    lambda i: (37.7 + (i % 97) * 1e-4, -122.4 + (i % 89) * 1e-4),
+], ids=["text_int", "text_float", "float", "equal_floats", "close_floats"])
+def test_five_thousand_rows_not_quadratic(benchmark, make_row):
+    """Bags of 5,000 rows, right and wrong: the matcher must stay near linear (was: a timed assert in tests/)."""
+    gold = [make_row(i) for i in range(5000)]
+    shuffled = random.Random(0).sample(gold, len(gold))
+    wrong = format_answer(shuffled[1:] + [(-1,) * len(gold[0])])
+    right = format_answer(shuffled)
+    assert benchmark(lambda: (verify_answer(right, gold), verify_answer(wrong, gold))) == (True, False)

@@ -1,15 +1,23 @@
-"""Unsloth against plain transformers + PEFT on the real train.py path, side by side, on one CUDA GPU.
+"""Where a GRPO step's time goes, on the real train.py path, for each backend and setting, side by side.
 
-    python benchmarks/gpu_backends.py --model /tmp/qwen3-1.7b --steps 4            # both backends, one table
-    python benchmarks/gpu_backends.py --model /tmp/qwen3-1.7b --memory-search      # largest settings under budget
-    python benchmarks/gpu_backends.py --model DIR --memory-budget-gib 22.5 --backends unsloth
+    python benchmarks/gpu_backends.py --model /tmp/qc --steps 4                  # real 0.5B, both backends
+    python benchmarks/gpu_backends.py --model /tmp/qc --backends unsloth \\
+        --variants before stop stop+graphs --out docs/gpu_measurements/multiturn.json
+    python benchmarks/gpu_backends.py --model /tmp/q17 --memory-search           # largest settings under budget
 
-Each measurement runs train.py's own main() (real SQLEnv, real few-shot system prompt, real
-tokenizer and chat template) in a fresh process, because Unsloth patches TRL and transformers
-for the whole process: the plain backend must never see it. The model should be a random-weight
-Qwen3-1.7B (`python tiny_model.py --out DIR --size 1.7b`): shapes decide speed and memory, and
-random weights generate to the length cap, the worst case. Random weights make no tool calls,
-so the tool-loop turn count shows what generation did, not what a trained model would do.
+Each backend runs in a fresh process, because Unsloth patches TRL and transformers for the whole
+process: the plain backend must never see it. Inside one process the variants run one after the
+other (they differ in train.py flags only, so Unsloth's import and kernel compilation are paid once).
+Variants: ``before`` (no stop rule, no Qwen2 decode graphs: the project as it was), ``stop`` (turns
+end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Qwen2 too).
+
+Per variant it reports the median step time after the first (warm-up) step, and what the step spent:
+each generation call of TRL's tool loop (batch, prompt lengths, new tokens, seconds, decode steps/s),
+the environment's own time (every SQLEnv tool call timed), and the rest (log-probabilities, backward,
+optimizer). It then generates one single-turn batch of the same size to the length cap with the same
+trainer, the reference for "tool-loop generation reaches N% of single-turn tokens/s". With a model
+that makes real tool calls (``python models.py fetch qwen2.5-coder-0.5b-instruct``) the steps are
+multi-turn; random weights make none. Runs on CPU too (slowly), which is how its tests check it.
 """
 
 from __future__ import annotations
@@ -28,150 +36,294 @@ from typing import Any
 REPO_DIR = Path(__file__).resolve().parent.parent
 MEMORY_SEARCH_GENERATIONS = (6, 8, 12, 16)
 MEMORY_SEARCH_COMPLETION_LENGTHS = (512, 1024)
+VARIANTS: dict[str, list[str]] = {
+    "before": ["--stop_at_tool_call", "false", "--decode_graphs", "false"],
+    "stop": ["--stop_at_tool_call", "true", "--decode_graphs", "false"],
+    "stop+graphs": ["--stop_at_tool_call", "true", "--decode_graphs", "true"],
+}
 
 
-def measure_one(
-    backend: str, model: str, steps: int, num_generations: int, max_completion_length: int, groups: int = 1
-) -> dict:
-    """Run in a child process: a few GRPO steps of train.main, timing generation inside each step."""
-    sys.path.insert(0, str(REPO_DIR))
+def _synchronize() -> None:
     import torch
 
-    import train
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
-    generation_seconds: list[float] = []
-    generated_tokens: list[int] = []
-    turns: list[int] = []
 
-    def instrument(trainer: Any) -> None:
-        original = trainer._generate_single_turn
+class StepProfile:
+    """Timings gathered inside train.main through its before_train hook."""
 
-        def timed(prompt_ids, *args, **kwargs):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            completion_ids, logprobs = original(prompt_ids, *args, **kwargs)
-            torch.cuda.synchronize()
-            generation_seconds.append(time.perf_counter() - start)
-            generated_tokens.append(sum(len(ids) for ids in completion_ids))
-            turns.append(1)
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []  # one per generation call of the tool loop
+        self.env_seconds = 0.0
+        self.env_calls = 0
+        self.trainer: Any = None
+
+    def install(self, trainer: Any) -> None:
+        self.trainer = trainer
+        generate_turn = trainer._generate_single_turn
+
+        def timed(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> Any:
+            _synchronize()
+            started = time.perf_counter()
+            completion_ids, logprobs = generate_turn(prompt_ids, *args, **kwargs)
+            _synchronize()
+            seconds = time.perf_counter() - started
+            lengths = [len(ids) for ids in completion_ids]
+            self.calls.append({
+                "step": trainer.state.global_step, "batch": len(prompt_ids),
+                "prompt_tokens_max": max(map(len, prompt_ids)),
+                "prompt_tokens_mean": round(statistics.fmean(map(len, prompt_ids)), 1),
+                "new_tokens_max": max(lengths), "new_tokens_sum": sum(lengths), "seconds": round(seconds, 3),
+                "decode_steps_per_s": round(max(lengths) / seconds, 1) if seconds else None,
+                **decode_graph_stats(trainer.model),
+            })
             return completion_ids, logprobs
 
         trainer._generate_single_turn = timed
 
-    out_dir = tempfile.mkdtemp(prefix=f"bench-{backend}-")
+    def time_environment(self) -> None:
+        """Wrap every SQLEnv tool so the environment's own seconds are counted."""
+        import functools
+
+        from agent_env import TOOL_NAMES, SQLEnv
+
+        for name in TOOL_NAMES:
+            tool = getattr(SQLEnv, name)
+
+            @functools.wraps(tool)
+            def timed_tool(self_env: Any, *args: Any, _tool: Any = tool, **kwargs: Any) -> str:
+                started = time.perf_counter()
+                try:
+                    return _tool(self_env, *args, **kwargs)
+                finally:
+                    self.env_seconds += time.perf_counter() - started
+                    self.env_calls += 1
+
+            setattr(SQLEnv, name, timed_tool)
+
+
+def decode_graph_stats(model: Any) -> dict[str, int]:
+    """Unsloth's CUDA-graph decode counters (captures, replays, eager steps), where the model has them."""
+    for module in model.modules():
+        state = module.__dict__.get("_unsloth_decode_graphs")
+        if state is not None:
+            return {key: int(getattr(state, key, 0) or 0) for key in ("captures", "replays", "eager_steps")}
+    return {}
+
+
+def single_turn_reference(trainer: Any, batch: int, new_tokens: int) -> dict[str, float]:
+    """One generation call of ``batch`` copies of a training prompt, forced to ``new_tokens`` tokens."""
+    prompt = trainer.processing_class.apply_chat_template(
+        [{"role": "user", "content": "Count the rows of every table, one by one."}], tokenize=True,
+        add_generation_prompt=True, return_dict=False)
+    config = trainer.generation_config
+    saved = (config.min_new_tokens, config.max_new_tokens)
+    config.min_new_tokens = config.max_new_tokens = new_tokens
+    try:
+        _synchronize()
+        started = time.perf_counter()
+        completion_ids, _ = trainer._generate_single_turn([list(prompt)] * batch, None, {}, num_generations=1)
+        _synchronize()
+        seconds = time.perf_counter() - started
+    finally:
+        config.min_new_tokens, config.max_new_tokens = saved
+    tokens = sum(len(ids) for ids in completion_ids)
+    return {"batch": batch, "new_tokens": new_tokens, "seconds": round(seconds, 3),
+            "tokens_per_s": round(tokens / seconds, 1)}
+
+
+def greedy_graphs_check(trainer: Any, batch: int = 4, new_tokens: int = 96) -> dict[str, Any]:
+    """Greedy completions of the same prompts with Unsloth's decode graphs allowed for the model and not:
+    the graphed step must compute the same function (identical tokens), and its speed is reported."""
+    import models
+
+    config = trainer.generation_config
+    saved = (config.do_sample, config.max_new_tokens, config.min_new_tokens)
+    config.do_sample, config.max_new_tokens, config.min_new_tokens = False, new_tokens, None
+    prompts = [list(trainer.processing_class.apply_chat_template(
+        [{"role": "user", "content": f"Write SQL that counts the rows of table t{index}."}], tokenize=True,
+        add_generation_prompt=True, return_dict=False)) for index in range(batch)]
+    outputs, seconds = {}, {}
+    model_type = trainer.model.config.model_type
+    try:
+        for allowed in (False, True, False, True):  # twice each: the first call of each pays its warm-up
+            models.allow_unsloth_decode_graphs(model_type, allowed)
+            _synchronize()
+            started = time.perf_counter()
+            outputs[allowed], _ = trainer._generate_single_turn(prompts, None, {}, num_generations=1)
+            _synchronize()
+            seconds[allowed] = time.perf_counter() - started
+    finally:
+        config.do_sample, config.max_new_tokens, config.min_new_tokens = saved
+    return {"identical_tokens": outputs[True] == outputs[False], "eager_s": round(seconds[False], 3),
+            "graphs_s": round(seconds[True], 3), **{f"graphs_{k}": v for k, v in decode_graph_stats(trainer.model).items()}}
+
+
+def measure_variant(backend: str, model: str, variant: str, steps: int, num_generations: int,
+                    max_completion_length: int, data_dir: str | None) -> dict[str, Any]:
+    """A few GRPO steps of train.main with one variant's flags, profiled."""
+    import torch
+
+    import train
+
+    profile = StepProfile()
+    profile.time_environment()
+    out_dir = tempfile.mkdtemp(prefix=f"bench-{backend}-{variant.replace('+', '-')}-")
     argv = [
         "--backend", backend, "--model", model, "--output_dir", out_dir, "--phase", "easy",
         "--max_steps", str(steps), "--num_generations", str(num_generations),
-        "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", str(num_generations * groups),
+        "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", str(num_generations),
         "--max_completion_length", str(max_completion_length), "--save_strategy", "no", "--report_to", "none",
-        "--bf16", "true", "--max_questions", str(groups * steps + 2),
+        "--max_questions", str(steps + 2), *VARIANTS[variant],
     ]
-    torch.cuda.reset_peak_memory_stats()
-    train.main(argv, before_train=instrument)
+    if data_dir:
+        argv += ["--data_dir", data_dir]
+    if torch.cuda.is_available():
+        argv += ["--bf16", "true"]
+        torch.cuda.reset_peak_memory_stats()
+    env_before = (profile.env_seconds, profile.env_calls)
+    train.main(argv, before_train=profile.install)
     history = [json.loads(line) for line in (Path(out_dir) / "easy" / "metrics.jsonl").read_text().splitlines()]
     step_times = [entry["step_time"] for entry in history if "step_time" in entry]
-    # Generation calls per optimizer step: one per turn; steps after the first skip the warm-up.
-    calls_per_step = max(1, len(generation_seconds) // max(1, len(step_times)))
-    warm_generation = generation_seconds[calls_per_step:]
-    warm_tokens = generated_tokens[calls_per_step:]
+    warm = [call for call in profile.calls if call["step"] >= 1]  # step 0 is the warm-up step
+    warm_steps = max(1, len(step_times) - 1)
+    generation_per_step = sum(call["seconds"] for call in warm) / warm_steps
     median_step = statistics.median(step_times[1:] or step_times)
-    generation_per_step = sum(warm_generation) / max(1, len(step_times) - 1)
-    return {
-        "backend": backend,
-        "num_generations": num_generations,
-        "max_completion_length": max_completion_length,
-        "prompt_groups_per_step": groups,
-        "steps": len(step_times),
+    env_seconds = profile.env_seconds - env_before[0]
+    row = {
+        "backend": backend, "variant": variant, "model": model, "num_generations": num_generations,
+        "max_completion_length": max_completion_length, "steps": len(step_times),
         "median_step_s": round(median_step, 2),
-        "generation_tokens_per_s": round(sum(warm_tokens) / max(sum(warm_generation), 1e-9), 1),
-        "tool_loop_turns_per_step": round(len(turns) / max(1, len(step_times)), 2),
+        "generation_s_per_step": round(generation_per_step, 2),
         "generation_share": round(generation_per_step / median_step, 3) if median_step else None,
-        "peak_allocated_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),
-        "peak_reserved_gib": round(torch.cuda.max_memory_reserved() / 2**30, 2),
+        "environment_s_per_step": round(env_seconds / max(1, len(step_times)), 4),
+        "environment_share": round(env_seconds / max(1e-9, sum(step_times)), 4),
+        "tool_calls_per_step": round((profile.env_calls - env_before[1]) / max(1, len(step_times)), 2),
+        "generation_calls_per_step": round(len(warm) / warm_steps, 2),
+        "generated_tokens_per_s": round(sum(call["new_tokens_sum"] for call in warm)
+                                        / max(1e-9, sum(call["seconds"] for call in warm)), 1),
+        "decode_steps_per_s": round(sum(call["new_tokens_max"] for call in warm)
+                                    / max(1e-9, sum(call["seconds"] for call in warm)), 1),
+        "mean_completion_tokens": round(statistics.fmean(
+            entry["completions/mean_length"] for entry in history if "completions/mean_length" in entry), 1),
+        "reward_mean": round(statistics.fmean(entry["reward"] for entry in history if "reward" in entry), 3),
+        "calls": profile.calls,
     }
+    if profile.trainer is not None:
+        row["single_turn"] = single_turn_reference(profile.trainer, num_generations, min(256, max_completion_length))
+        row["tool_loop_vs_single_turn"] = round(row["generated_tokens_per_s"] / row["single_turn"]["tokens_per_s"], 3)
+        if backend == "unsloth" and "graphs" in variant and torch.cuda.is_available():
+            row["greedy_graphs_check"] = greedy_graphs_check(profile.trainer)
+    if torch.cuda.is_available():
+        row["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+        row["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
+    return row
 
 
-def run_child(
-    backend: str, model: str, steps: int, num_generations: int, length: int, timeout_s: int, groups: int = 1
-) -> dict:
-    """One measurement in a fresh Python process; an out-of-memory or crash becomes a row saying so."""
-    command = [sys.executable, __file__, "--child", backend, "--model", model, "--steps", str(steps),
-               "--num-generations", str(num_generations), "--max-completion-length", str(length),
-               "--groups-per-step", str(groups)]
+def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], num_generations: int,
+              length: int) -> list[dict[str, Any]]:
+    """The variants of one backend in a fresh Python process; a crash becomes a row saying so."""
+    command = [sys.executable, __file__, "--child", backend, "--model", arguments.model, "--steps",
+               str(arguments.steps), "--num-generations", str(num_generations), "--max-completion-length",
+               str(length), "--variants", *variants]
+    if arguments.data_dir:
+        command += ["--data-dir", arguments.data_dir]
     if backend == "transformers":
         command += ["--backend", "transformers"]  # seen by train.py at import: keeps Unsloth out
     started = time.time()
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=REPO_DIR)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=arguments.timeout_s, cwd=REPO_DIR)
     except subprocess.TimeoutExpired:
-        return {"backend": backend, "num_generations": num_generations, "max_completion_length": length,
-                "error": f"timed out after {timeout_s} s"}
-    for line in reversed(result.stdout.splitlines()):
-        if line.startswith("BENCH_RESULT "):
-            row = json.loads(line[len("BENCH_RESULT "):])
-            row["wall_s"] = round(time.time() - started, 1)
-            return row
-    tail = (result.stdout + result.stderr)[-1500:]
-    error = "out of memory" if "OutOfMemory" in tail or "out of memory" in tail else f"failed: {tail}"
-    return {"backend": backend, "num_generations": num_generations, "max_completion_length": length, "error": error}
-
-
-def print_table(rows: list[dict]) -> None:
-    columns = ["backend", "num_generations", "prompt_groups_per_step", "max_completion_length", "median_step_s", "generation_tokens_per_s",
-               "tool_loop_turns_per_step", "generation_share", "peak_allocated_gib", "peak_reserved_gib", "error"]
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "---|" * len(columns))
+        return [{"backend": backend, "variant": ",".join(variants), "error": f"timed out after {arguments.timeout_s} s"}]
+    rows = [json.loads(line[len("BENCH_RESULT "):]) for line in result.stdout.splitlines()
+            if line.startswith("BENCH_RESULT ")]
     for row in rows:
-        print("| " + " | ".join(str(row.get(column, "")) for column in columns) + " |")
+        row["process_wall_s"] = round(time.time() - started, 1)
+    if not rows:
+        tail = (result.stdout + result.stderr)[-3000:]
+        error = "out of memory" if "OutOfMemory" in tail or "out of memory" in tail else f"failed: {tail}"
+        rows = [{"backend": backend, "variant": ",".join(variants), "num_generations": num_generations,
+                 "max_completion_length": length, "error": error}]
+    return rows
+
+
+TABLE_COLUMNS = ["backend", "variant", "num_generations", "max_completion_length", "median_step_s",
+                 "generation_share", "generated_tokens_per_s", "decode_steps_per_s", "tool_loop_vs_single_turn",
+                 "generation_calls_per_step", "tool_calls_per_step", "mean_completion_tokens", "environment_share",
+                 "reward_mean", "peak_reserved_gib", "error"]
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print("| " + " | ".join(TABLE_COLUMNS) + " |")
+    print("|" + "---|" * len(TABLE_COLUMNS))
+    for row in rows:
+        print("| " + " | ".join(str(row.get(column, "")) for column in TABLE_COLUMNS) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="local model folder (random Qwen3-1.7B for honest shapes)")
-    parser.add_argument("--steps", type=int, default=4, help="GRPO steps per measurement (first is warm-up)")
+    parser.add_argument("--model", required=True, help="local model folder (python models.py fetch / random)")
+    parser.add_argument("--steps", type=int, default=4, help="GRPO steps per variant (the first is warm-up)")
     parser.add_argument("--backends", nargs="+", default=["unsloth", "transformers"])
+    parser.add_argument("--variants", nargs="+", default=["stop+graphs"], choices=list(VARIANTS))
+    parser.add_argument("--transformers-variants", nargs="+", default=None, choices=list(VARIANTS),
+                        help="variants for the plain backend (default: --variants)")
     parser.add_argument("--num-generations", type=int, default=6)
     parser.add_argument("--max-completion-length", type=int, default=512)
-    parser.add_argument("--groups-per-step", type=int, default=1,
-                        help="prompt groups generated together per step (gradient_accumulation_steps = N x this)")
+    parser.add_argument("--data-dir", default=None, help="Spider-format folder (default: the built-in data)")
     parser.add_argument("--memory-search", action="store_true", help="try larger settings against the budget")
     parser.add_argument("--memory-budget-gib", type=float, default=22.5, help="an L4's usable memory by default")
     parser.add_argument("--timeout-s", type=int, default=900)
     parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--backend", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    arguments = parser.parse_args()
 
-    if args.child:
-        row = measure_one(args.child, args.model, args.steps, args.num_generations, args.max_completion_length,
-                          args.groups_per_step)
-        print("BENCH_RESULT " + json.dumps(row), flush=True)
+    if arguments.child:
+        for variant in arguments.variants:
+            try:
+                row = measure_variant(arguments.child, arguments.model, variant, arguments.steps,
+                                      arguments.num_generations, arguments.max_completion_length, arguments.data_dir)
+            except Exception as error:  # one failing variant must not hide the others' numbers
+                row = {"backend": arguments.child, "variant": variant, "error": f"{type(error).__name__}: {error}"}
+            print("BENCH_RESULT " + json.dumps(row), flush=True)
         return
-    if not Path(args.model).is_dir():
-        parser.error(f"--model {args.model} is not a folder; build one with: python tiny_model.py --out DIR --size 1.7b")
+    if not Path(arguments.model).is_dir():
+        parser.error(f"--model {arguments.model} is not a folder; make one with: python models.py fetch NAME --out DIR "
+                     "(or python models.py random --size 1.7b --out DIR)")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rows = [run_child(backend, args.model, args.steps, args.num_generations, args.max_completion_length,
-                      args.timeout_s, args.groups_per_step) for backend in args.backends]
+    rows: list[dict[str, Any]] = []
+    for backend in arguments.backends:
+        variants = arguments.variants
+        if backend == "transformers" and arguments.transformers_variants:
+            variants = arguments.transformers_variants
+        rows += run_child(backend, arguments, variants, arguments.num_generations, arguments.max_completion_length)
+        if arguments.out:  # after every backend, so a later crash or time limit loses nothing measured
+            arguments.out.write_text(json.dumps(rows, indent=2))
     print_table(rows)
-    by_backend = {row["backend"]: row for row in rows if "error" not in row}
-    if {"unsloth", "transformers"} <= set(by_backend):
-        ratio = by_backend["transformers"]["median_step_s"] / by_backend["unsloth"]["median_step_s"]
-        print(f"\nplain TRL step time / Unsloth step time = {ratio:.2f}x")
-    if args.memory_search:
+    by_key = {(row["backend"], row.get("variant")): row for row in rows if "error" not in row}
+    for variant in arguments.variants:
+        fast, plain = by_key.get(("unsloth", variant)), by_key.get(("transformers", variant))
+        if fast and plain:
+            print(f"\n{variant}: plain TRL step time / Unsloth step time = "
+                  f"{plain['median_step_s'] / fast['median_step_s']:.2f}x")
+    if arguments.memory_search:
         search_rows = []
-        for backend in args.backends:
+        for backend in arguments.backends:
             for length in MEMORY_SEARCH_COMPLETION_LENGTHS:
                 for generations in MEMORY_SEARCH_GENERATIONS:
-                    row = run_child(backend, args.model, 2, generations, length, args.timeout_s)
-                    row["fits_budget"] = "error" not in row and row["peak_reserved_gib"] <= args.memory_budget_gib
+                    arguments.steps = 2
+                    (row,) = run_child(backend, arguments, arguments.variants[:1], generations, length)[:1]
+                    row["fits_budget"] = "error" not in row and row["peak_reserved_gib"] <= arguments.memory_budget_gib
                     search_rows.append(row)
                     if not row["fits_budget"]:
                         break  # larger group sizes only need more memory
-        print(f"\nmemory search (budget {args.memory_budget_gib} GiB reserved):")
+        print(f"\nmemory search (budget {arguments.memory_budget_gib} GiB reserved):")
         print_table(search_rows)
         rows += search_rows
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=2))
+    if arguments.out:
+        arguments.out.write_text(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 from eval.checkpoint import import_unsloth
 
 # Nothing imported here loads transformers, so --backend unsloth can still import unsloth before it.
-from eval.evaluate import BACKENDS, EvalSettings, build_policy, evaluate, load_questions
+from eval.evaluate import BACKENDS, EvalSettings, build_policy, default_backend, evaluate, load_questions
 from eval.report import markdown_table, write_report
 from policies import SCRIPTED_POLICIES
 from spider_data import SPLIT_FILES
@@ -32,39 +32,41 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def build_parser() -> argparse.ArgumentParser:
     help_of = {item.name: item.metadata["help"] for item in fields(EvalSettings)}
+    # Every flag takes both spellings (--data-dir and --data_dir), as train.py's do.
     parser = argparse.ArgumentParser(prog="python -m eval", description=__doc__.splitlines()[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoint", type=Path, help=help_of["checkpoint"])
     source.add_argument("--policy", choices=list(SCRIPTED_POLICIES), help=help_of["policy"])
-    parser.add_argument("--data-dir", type=Path, default=EvalSettings.data_dir, help=help_of["data_dir"])
+    parser.add_argument("--data-dir", "--data_dir", type=Path, default=EvalSettings.data_dir, help=help_of["data_dir"])
     parser.add_argument("--split", choices=list(SPLIT_FILES), default=EvalSettings.split, help=help_of["split"])
     parser.add_argument("--out", type=Path, help=help_of["out"])
     parser.add_argument("--limit", type=int, help=help_of["limit"])
     parser.add_argument("--hardness", nargs="+", choices=[hardness.value for hardness in Hardness],
                         help=help_of["hardness"])
-    parser.add_argument("--step-budget", type=int, default=EvalSettings.step_budget, help=help_of["step_budget"])
-    parser.add_argument("--batch-size", type=int, default=EvalSettings.batch_size, help=help_of["batch_size"])
-    parser.add_argument("--max-new-tokens", type=int, default=EvalSettings.max_new_tokens,
+    parser.add_argument("--step-budget", "--step_budget", type=int, default=EvalSettings.step_budget, help=help_of["step_budget"])
+    parser.add_argument("--batch-size", "--batch_size", type=int, default=None, help=help_of["batch_size"])
+    parser.add_argument("--max-new-tokens", "--max_new_tokens", type=int, default=EvalSettings.max_new_tokens,
                         help=help_of["max_new_tokens"])
     parser.add_argument("--temperature", type=float, default=EvalSettings.temperature, help=help_of["temperature"])
     parser.add_argument("--seed", type=int, default=EvalSettings.seed, help=help_of["seed"])
-    parser.add_argument("--base-model", help=help_of["base_model"])
-    parser.add_argument("--backend", choices=BACKENDS, default=EvalSettings.backend, help=help_of["backend"])
-    parser.add_argument("--no-progress", dest="progress", action="store_false", help="Hide progress bars.")
+    parser.add_argument("--base-model", "--base_model", help=help_of["base_model"])
+    parser.add_argument("--backend", choices=BACKENDS, default=None, help=help_of["backend"])
+    parser.add_argument("--no-progress", "--no_progress", dest="progress", action="store_false", help="Hide progress bars.")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     arguments = parser.parse_args(argv)
-    if arguments.backend == "unsloth":
+    if (arguments.backend or default_backend()) == "unsloth" and arguments.checkpoint is not None:
         if importlib.util.find_spec("unsloth") is None:
             parser.error("--backend unsloth needs the unsloth package (see requirements-unsloth.txt) and a CUDA GPU")
         import_unsloth()
 
     # Bad input (paths, names, numbers, a checkpoint that will not load) is a usage error, not a traceback.
     try:
-        settings = EvalSettings(**vars(arguments))
+        given = {key: value for key, value in vars(arguments).items() if value is not None or key in ("checkpoint", "policy")}
+        settings = EvalSettings(**given)
         split = load_questions(settings)
         policy = build_policy(settings)
     except (ValueError, FileNotFoundError) as error:

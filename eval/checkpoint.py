@@ -85,9 +85,12 @@ def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tupl
     """Model and tokenizer through Unsloth's fast inference path (CUDA); call import_unsloth() first."""
     from unsloth import FastLanguageModel
 
+    from models import allow_unsloth_decode_graphs
+
     checkpoint_kind(Path(path))
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=str(path), max_seq_length=max_seq_length, load_in_4bit=False, dtype=None
     )
+    allow_unsloth_decode_graphs(model.config.model_type)
     FastLanguageModel.for_inference(model)
     return model, tokenizer

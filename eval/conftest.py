@@ -25,16 +25,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(request: pytest.FixtureRequest) -> Path:
-    """A random-weight tiny Qwen3 with the real Qwen3 tokenizer and chat template, built offline once and
-    kept in pytest's cache folder (the builder reuses a finished build of the same config and packages)."""
-    tiny_model = pytest.importorskip("tiny_model", reason="tiny_model.py (the offline Qwen3 builder) is not here")
-    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
-    root = cache.mkdir("eval") if cache is not None else request.getfixturevalue("tmp_path_factory").mktemp("eval")
-    return tiny_model.build_tiny_qwen3(root / "tiny-qwen3")
-
-
-@pytest.fixture(scope="session")
 def spider_sample(spider_path: Path) -> SpiderSplit:
     full = load_split(spider_path, "train", progress=False)
     return SpiderSplit(

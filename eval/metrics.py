@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+from agent_env import tool_error_rate
 from eval.runner import QuestionRecord
 from spider_data import HARDNESS_ORDER
 
@@ -50,7 +51,7 @@ def group_stats(records: Iterable[QuestionRecord]) -> GroupStats:
         mean_steps_correct=_mean([record.steps for record in records if record.correct]),
         post_episode_calls=_mean([record.post_episode_calls for record in records]),
         answered=_mean([float(record.answered) for record in records]),
-        tool_error_rate=sum(record.tool_errors for record in records) / calls if calls else None,
+        tool_error_rate=tool_error_rate(sum(record.tool_errors for record in records), calls),
         mean_reward=_mean([record.reward for record in records]),
     )
 

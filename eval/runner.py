@@ -14,7 +14,6 @@ Questions that cannot be scored (spider_data's ``SkipReason``) get a record too,
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -22,9 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from tqdm.auto import tqdm
 
-from agent_env import DEFAULT_STEP_BUDGET, EpisodeRecord, SQLEnv, StepRecord
+from agent_env import TOOL_NAMES, DEFAULT_STEP_BUDGET, EpisodeRecord, SQLEnv, StepRecord, max_tool_calls
 from policies import (
-    EXTRA_CALLS_AFTER_BUDGET,
     Policy,
     ToolCall,
     assistant_tool_call_message,
@@ -34,14 +32,6 @@ from policies import (
 )
 from spider_data import SpiderExample, SpiderSplit, to_grpo_rows
 
-# The tools GRPOTrainer's environment_factory exposes, in its order (the tool schemas in the prompt
-# follow it): every public function of the environment class but these two, as inspect lists them.
-NOT_TOOLS = {"reset", "get_reward"}
-TOOL_NAMES = tuple(
-    name
-    for name, _ in inspect.getmembers(SQLEnv, inspect.isfunction)
-    if not name.startswith("_") and name not in NOT_TOOLS
-)
 # Tool outputs are cut to this many characters in the records (a report over 7,000 questions
 # stays a few megabytes); the model saw the whole output.
 RECORDED_OUTPUT_CHARS = 300
@@ -55,7 +45,7 @@ class StopReason(str, Enum):
     MALFORMED_TOOL_CALL = "malformed_tool_call"  # a <tool_call> block that is not {"name", "arguments"} JSON
     TRUNCATED = "truncated"  # the turn hit max_new_tokens before its tool call was complete
     CONTEXT_FULL = "context_full"  # the conversation no longer fits the model's context window
-    CALL_CAP = "call_cap"  # step budget + EXTRA_CALLS_AFTER_BUDGET calls were made
+    CALL_CAP = "call_cap"  # agent_env.max_tool_calls(step budget) calls were made
 
 
 @dataclass
@@ -216,15 +206,10 @@ def skipped_record(example: SpiderExample) -> QuestionRecord:
 Played = tuple[int, list[dict[str, Any]], EpisodeRecord, EpisodeEnd]
 
 
-def max_calls_for(step_budget: int) -> int:
-    """The call cap of an episode, the same as play_episode's: past the budget, a few more calls."""
-    return step_budget + EXTRA_CALLS_AFTER_BUDGET
-
-
 def play_scripted(rows: list[dict[str, Any]], policy: Policy, *, step_budget: int) -> Iterator[Played]:
     """One episode at a time through policies.play_episode, the path the project's tests trust."""
     env = SQLEnv(step_budget=step_budget)
-    max_calls = max_calls_for(step_budget)
+    max_calls = max_tool_calls(step_budget)
     for index, row in enumerate(rows):
         transcript = play_episode(env, row, policy, max_calls=max_calls)
         calls = sum(message["role"] == "assistant" for message in transcript.messages)
@@ -251,7 +236,7 @@ def play_batched(
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    max_calls = max_calls_for(step_budget)
+    max_calls = max_tool_calls(step_budget)
     waiting = iter(enumerate(rows))
     idle_envs = [SQLEnv(step_budget=step_budget) for _ in range(min(batch_size, len(rows)))]
     running: dict[int, _Slot] = {}

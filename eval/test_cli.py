@@ -77,3 +77,9 @@ def test_a_split_missing_from_the_data_folder_is_named(tmp_path: Path, capsys: p
     with pytest.raises(SystemExit):
         main(["--policy", "oracle", "--data-dir", str(tmp_path), "--split", "dev"])
     assert "no 'dev' split" in capsys.readouterr().err
+
+
+def test_both_spellings_of_every_flag_are_accepted(tmp_path: Path, builtin_data_dir: Path) -> None:
+    assert main(["--policy", "oracle", "--data_dir", str(builtin_data_dir), "--limit", "2", "--batch_size", "2",
+                 "--out", str(tmp_path), "--no_progress"]) == 0
+    assert json.loads((tmp_path / "report.json").read_text())["by_hardness"]["overall"]["n"] == 2

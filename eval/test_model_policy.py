@@ -12,10 +12,11 @@ import torch
 
 from eval import metrics
 from eval.evaluate import EvalSettings, build_policy, evaluate, load_questions
-from eval.model_policy import ModelPolicy, parse_turn
+from chat_format import prepare_tokenizer, tool_call_text
+from eval.model_policy import ModelPolicy, decide_turn
 from eval.report import NO_QUERY_SQL, write_report
 from eval.runner import StopReason, play_batched, play_split
-from policies import OraclePolicy, ToolCall, tool_call_text
+from policies import OraclePolicy, ToolCall
 from spider_data import SpiderSplit, load_split, to_grpo_rows
 
 # --- parsing a turn -------------------------------------------------------------------------------
@@ -51,9 +52,14 @@ QUERY = '<tool_call>\n{"name": "query", "arguments": {"sql": "SELECT 1"}}\n</too
         "no name", "arguments not an object", "one bad call spoils the turn",
     ],
 )
-def test_parse_turn(text: str, truncated: bool, calls: list[ToolCall], stop: StopReason | None) -> None:
-    parsed = parse_turn(text, truncated=truncated)
-    assert parsed.calls == calls and parsed.stop_reason == stop
+def test_a_turn_is_read_as_trl_reads_it(
+    tokenizer: Any, text: str, truncated: bool, calls: list[ToolCall], stop: StopReason | None
+) -> None:
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "How many?"}], add_generation_prompt=True,
+                                           tokenize=True, return_dict=False, enable_thinking=False)
+    completion = tokenizer.encode(text + ("" if truncated else "<|im_end|>"), add_special_tokens=False)
+    decision = decide_turn(prepare_tokenizer(tokenizer), completion, list(prompt), truncated=truncated)
+    assert decision.calls == calls and decision.stop_reason == stop
 
 
 # --- a stand-in model that writes the oracle's tool calls -----------------------------------------
@@ -82,7 +88,8 @@ class OracleWritingModel:
             question = text.split("<|im_start|>user\n")[1].split("\n\nTables in this database")[0]
             self.contexts[question] = ids[mask.bool()].tolist()
             plan, turn = self.plans[question], text.count("<tool_response>")
-            completion = (tool_call_text(plan[turn]) if turn < len(plan) else "Done.") + "<|im_end|>"
+            call = plan[turn] if turn < len(plan) else None
+            completion = (tool_call_text(call.name, call.arguments) if call else "Done.") + "<|im_end|>"
             completions.append(self.tokenizer.encode(completion, add_special_tokens=False))
         width = max(map(len, completions))
         padded = [completion + [options["pad_token_id"]] * (width - len(completion)) for completion in completions]

@@ -13,7 +13,8 @@ import pytest
 
 from eval import metrics
 from eval.runner import EpisodeEnd, QuestionRecord, StopReason, last_sql, play_split
-from policies import EXTRA_CALLS_AFTER_BUDGET, NEVER_STOP_EXTRA_CALLS, OraclePolicy, ToolCall, make_policy
+from agent_env import EXTRA_CALLS_AFTER_BUDGET
+from policies import NEVER_STOP_EXTRA_CALLS, OraclePolicy, ToolCall, make_policy
 from spider_data import SkipReason, SpiderSplit, load_split
 from sql_structure import tables_used
 

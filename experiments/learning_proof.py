@@ -1,823 +1,480 @@
-"""Does the trainer learn? The plan's verification list, run at a scale that fits one CPU hour.
+"""Does the trainer break the plateau? The plan's verification list, arm by arm, on a real model.
 
-    python experiments/learning_proof.py                        # built-in data, 3 seeds: ~30 min on 2 CPU cores
-    python experiments/learning_proof.py --quick --out /tmp/lp  # smoke version (tiny model, a few steps): ~1 min
-    python experiments/learning_proof.py --data-dir ../shared/spider --out runs/lp-spider \
-        --docs runs/lp-spider/learning_proof.md --max-questions 300 --eval-limit 150      # real Spider
-    python experiments/learning_proof.py --report-only          # redraw figures and report from results.json
+    python experiments/learning_proof.py --model /tmp/qc --arms base sft easy mixed --seed 0   # the main line
+    python experiments/learning_proof.py --model /tmp/qc --arms ng4 no-penalty no-fewshot --seed 0
+    python experiments/learning_proof.py --model /tmp/qc --arms mixed-only no-sft --seed 0
+    python experiments/learning_proof.py --report-only          # redraw docs/learning_proof.md from the results
+    python experiments/learning_proof.py --quick                # CPU smoke test: SmolLM2, built-in data, 1 step
 
-Every stage is one of the project's own commands, run in this process:
-1. a small random-weight Qwen3 (``tiny_model.py --size small``) learns the tool protocol by
-   supervised fine-tuning on the oracle's episodes of the train split
-   (``train.py --phase sft --sft_full_finetune``);
-2. for each seed, ``train.py --phase easy`` then ``--phase mixed`` from that model (GRPO, LoRA);
-3. ``python -m eval`` on the held-out split (other databases) and on the train split, after SFT,
-   after easy and after mixed;
-4. short ablations from the same start: 4 against 6 generations, few-shot examples against none,
-   and the post-episode penalty against none (from a warm start that has the habit of calling
-   tools after answering, the first run's failure).
+Every arm is the project's own commands, run in this process (``train.py``, ``python -m eval``):
+- ``base``: the model as fetched, evaluated;
+- ``sft``: the supervised warm-up on the oracle's episodes of the training part (LoRA, ``--phase sft``);
+- ``easy``: ``--phase easy`` from the warm-up (6 generations, penalty 0.1, relaxed verifier, few-shot
+  examples in the prompt until the curriculum's first epoch ends); ``mixed``: ``--phase mixed`` from it;
+- ablations, each against ``easy`` from the same warm-up and the same number of steps: ``ng4`` (4
+  generations), ``no-penalty``, ``no-fewshot``, ``no-sft`` (from the base model), and ``mixed-only``
+  (easy+medium from the warm-up for the curriculum's easy+mixed steps together).
+After each arm, ``python -m eval`` runs on the held-out databases (all their questions) and on the
+training part's easy questions. Data: real Spider (``--data-dir``, default ../shared/spider) split by
+database: the databases in experiments/heldout_databases.txt are held out of every phase and warm-up.
+Without it, the built-in data (its dev split is other databases already).
 
-Writes OUT/results.json (every number) and a report, by default docs/learning_proof.md with its
-figures and a copy of results.json in docs/learning_proof/ (``--quick`` keeps both in OUT). A
-hand-written discussion at the end of the report is kept when the report is regenerated.
-A Spider folder without dev.json (the shared copy holds the train split only) is split by
-database: every tenth database is held out.
+Results accumulate in ``--results`` (default docs/learning_proof/results.json, committed): one entry per
+arm and seed, with the exact commands, wall time, eval summaries and per-step curves, so the arms can be
+run across device calls and sessions. Arms that start from another arm's adapter find it under
+``--work`` (keep it between calls). The report (docs/learning_proof.md) is regenerated after every arm.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import resource
 import statistics
+import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 REPO_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_DIR))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model here is built locally
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model here is a local folder
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import train  # noqa: E402  (imports unsloth before transformers and trl, as the trainer must)
 from eval.__main__ import main as eval_main  # noqa: E402
-from spider_data import BUILTIN_DATA_DIR  # noqa: E402
-from tiny_model import build_small_qwen3, build_tiny_qwen3  # noqa: E402
 
-DEFAULT_OUT = REPO_DIR / "runs" / "learning_proof"
-DEFAULT_DOCS = REPO_DIR / "docs" / "learning_proof.md"
+DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
+DEFAULT_REPORT = REPO_DIR / "docs" / "learning_proof.md"
+HELD_OUT_LIST = REPO_DIR / "experiments" / "heldout_databases.txt"
+MIXED_ONLY_CURRICULUM = REPO_DIR / "experiments" / "mixed_only.yaml"
 HARDNESS = ["easy", "medium", "hard", "extra", "overall"]
-HELD_OUT_EVERY = 10  # a Spider folder without dev.json: every 10th database (sorted) is held out
+MAIN_LINE = ("base", "sft", "easy", "mixed")
+ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only")
 
 # ---------------------------------------------------------------------------------------------- scale
 
 
 @dataclass(frozen=True)
 class Scale:
-    """How big every stage is. ``cpu`` fits one hour on 2 cores; ``quick`` is the smoke test."""
+    """How big every arm is: ``gpu`` for the H200 (about 20 minutes a call), ``quick`` for the CPU smoke test."""
 
     name: str
-    model_size: str  # tiny_model: "small" (hidden 128) or "tiny" (hidden 64)
-    seeds: tuple[int, ...]
+    sft_questions: int
     sft_epochs: float
-    sft_learning_rate: float
     sft_batch_size: int
-    sft_questions: int | None  # None: every usable easy and medium training question
-    habit_questions: int  # episodes of the "keeps calling after answering" warm-up
-    grpo_questions: int | None
+    sft_learning_rate: float
     easy_steps: int
     mixed_steps: int
     ablation_steps: int
     grpo_learning_rate: float
     max_completion_length: int
-    eval_limit: int | None  # questions per eval split (None: all)
+    eval_train_easy_limit: int | None
+    eval_heldout_limit: int | None
     eval_max_new_tokens: int
 
 
 SCALES = {
-    "cpu": Scale(
-        name="cpu", model_size="small", seeds=(0, 1, 2), sft_epochs=5, sft_learning_rate=3e-3, sft_batch_size=2,
-        sft_questions=None,
-        habit_questions=48, grpo_questions=None, easy_steps=16, mixed_steps=16, ablation_steps=10,
-        grpo_learning_rate=1e-3, max_completion_length=384, eval_limit=None, eval_max_new_tokens=96,
-    ),
-    "quick": Scale(
-        name="quick", model_size="tiny", seeds=(0,), sft_epochs=1, sft_learning_rate=3e-3, sft_batch_size=4,
-        sft_questions=12,
-        habit_questions=6, grpo_questions=8, easy_steps=2, mixed_steps=2, ablation_steps=2,
-        grpo_learning_rate=1e-3, max_completion_length=64, eval_limit=4, eval_max_new_tokens=32,
-    ),
+    "gpu": Scale(name="gpu", sft_questions=600, sft_epochs=1, sft_batch_size=8, sft_learning_rate=2e-4,
+                 easy_steps=100, mixed_steps=100, ablation_steps=60, grpo_learning_rate=5e-6,
+                 max_completion_length=512, eval_train_easy_limit=200, eval_heldout_limit=None,
+                 eval_max_new_tokens=256),
+    "quick": Scale(name="quick", sft_questions=4, sft_epochs=1, sft_batch_size=2, sft_learning_rate=1e-3,
+                   easy_steps=1, mixed_steps=1, ablation_steps=1, grpo_learning_rate=1e-5,
+                   max_completion_length=96, eval_train_easy_limit=2, eval_heldout_limit=2, eval_max_new_tokens=48),
 }
 
 # ----------------------------------------------------------------------------------------------- data
 
 
-def prepare_data(data_dir: Path, out: Path) -> Path:
-    """The data folder to use: as given when it has dev.json, else a by-database split written to OUT/data."""
-    if (data_dir / "dev.json").is_file():
-        return data_dir
-    questions = json.loads((data_dir / "train_spider.json").read_text(encoding="utf-8"))
-    databases = sorted({question["db_id"] for question in questions})
-    held_out = set(databases[::HELD_OUT_EVERY])
-    split_dir = out / "data"
-    split_dir.mkdir(parents=True, exist_ok=True)
+def held_out_databases(path: Path = HELD_OUT_LIST) -> list[str]:
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def split_by_database(spider_dir: Path, work: Path, held_out: list[str]) -> Path:
+    """A Spider-format folder in WORK/data: train_spider.json without the held-out databases, dev.json
+    with exactly them; tables.json and database/ are links to the original."""
+    questions = json.loads((spider_dir / "train_spider.json").read_text(encoding="utf-8"))
+    unknown = set(held_out) - {question["db_id"] for question in questions}
+    if unknown:
+        raise ValueError(f"held-out databases not in {spider_dir}: {sorted(unknown)}")
+    data = work / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    chosen = set(held_out)
     for name, keep in (("train_spider.json", False), ("dev.json", True)):
-        chosen = [question for question in questions if (question["db_id"] in held_out) == keep]
-        (split_dir / name).write_text(json.dumps(chosen, indent=1), encoding="utf-8")
+        part = [question for question in questions if (question["db_id"] in chosen) == keep]
+        (data / name).write_text(json.dumps(part, indent=1), encoding="utf-8")
     for name in ("tables.json", "database"):
-        link = split_dir / name
-        if not link.exists() and (data_dir / name).exists():
-            link.symlink_to((data_dir / name).resolve())
-    print(f"[proof] {data_dir} has no dev.json: held out {len(held_out)} of {len(databases)} databases "
-          f"in {split_dir}", flush=True)
-    return split_dir
+        link = data / name
+        if not link.exists() and (spider_dir / name).exists():
+            link.symlink_to((spider_dir / name).resolve())
+    return data
 
 
-# ------------------------------------------------------------------------------ the project's commands
+# -------------------------------------------------------------------------------------------- the arms
 
 
-def run_train(*argv: str) -> Path | None:
-    """``python train.py ARGV`` in this process; returns what it saved."""
-    print(f"[proof] python train.py {' '.join(argv)}", flush=True)
-    return train.main(list(argv))
+@dataclass(frozen=True)
+class Arm:
+    """One run: which phase, from which arm's adapter (None: the base model), with which extra flags."""
+
+    name: str
+    phase: str | None  # None: no training (the base model is evaluated as it is)
+    start_from: str | None
+    steps_of: str  # which Scale field gives the number of steps
+    flags: tuple[str, ...] = ()
 
 
-def run_eval(checkpoint: Path, data_dir: Path, split: str, out: Path, scale: Scale,
-             hardness: list[str] | None = None) -> dict[str, Any]:
-    """``python -m eval`` in this process; returns report.json."""
-    argv = ["--checkpoint", str(checkpoint), "--data-dir", str(data_dir), "--split", split, "--out", str(out),
-            "--max-new-tokens", str(scale.eval_max_new_tokens), "--batch-size", "32", "--no-progress"]
-    if scale.eval_limit is not None:
-        argv += ["--limit", str(scale.eval_limit)]
+ARMS = {
+    "base": Arm("base", None, None, "easy_steps"),
+    "sft": Arm("sft", "sft", None, "easy_steps"),
+    "easy": Arm("easy", "easy", "sft", "easy_steps"),
+    "mixed": Arm("mixed", "mixed", "easy", "mixed_steps"),
+    "ng4": Arm("ng4", "easy", "sft", "ablation_steps", ("--num_generations", "4", "--gradient_accumulation_steps", "4")),
+    "no-penalty": Arm("no-penalty", "easy", "sft", "ablation_steps", ("--post_episode_penalty", "0")),
+    "no-fewshot": Arm("no-fewshot", "easy", "sft", "ablation_steps", ("--fewshot_examples", "0")),
+    "no-sft": Arm("no-sft", "easy", None, "easy_steps"),
+    "mixed-only": Arm("mixed-only", "mixed", "sft", "mixed_only_steps",
+                      ("--curriculum", str(MIXED_ONLY_CURRICULUM))),
+}
+
+
+def steps_for(arm: Arm, scale: Scale) -> int:
+    if arm.steps_of == "mixed_only_steps":
+        return scale.easy_steps + scale.mixed_steps  # the curriculum's two phases together: the same total
+    return getattr(scale, arm.steps_of)
+
+
+def adapter_of(work: Path, arm: str, seed: int) -> Path:
+    phase = ARMS[arm].phase
+    return work / f"{arm}-seed{seed}" / str(phase) / "adapter"
+
+
+def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int) -> list[str]:
+    """The train.py command line of an arm."""
+    out = work / f"{arm.name}-seed{seed}"
+    common = ["--model", str(model), "--data_dir", str(data), "--output_dir", str(out), "--seed", str(seed),
+              "--report_to", "none"]
+    if arm.phase == "sft":
+        return ["--phase", "sft", *common, "--max_questions", str(scale.sft_questions),
+                "--sft_epochs", str(scale.sft_epochs), "--sft_batch_size", str(scale.sft_batch_size),
+                "--sft_hardness", "easy", "medium", "--learning_rate", str(scale.sft_learning_rate),
+                "--warmup_steps", "5", "--per_device_train_batch_size", "4"]
+    argv = ["--phase", str(arm.phase), *common, "--max_steps", str(steps_for(arm, scale)),
+            "--learning_rate", str(scale.grpo_learning_rate), "--warmup_steps", "5",
+            "--max_completion_length", str(scale.max_completion_length), "--save_steps", "50", *arm.flags]
+    if arm.start_from is not None:
+        start = adapter_of(work, arm.start_from, seed)
+        if not (start / "adapter_model.safetensors").is_file():
+            raise FileNotFoundError(f"arm {arm.name} starts from arm {arm.start_from}'s adapter, not at {start}: "
+                                    f"run --arms {arm.start_from} first with the same --work and --seed")
+        argv += ["--start_adapter", str(start)]
+    return argv
+
+
+# --------------------------------------------------------------------------------------------- evals
+
+
+def eval_argv(checkpoint: Path, data: Path, split: str, out: Path, scale: Scale, *, hardness: list[str] | None,
+              limit: int | None) -> list[str]:
+    argv = ["--checkpoint", str(checkpoint), "--data-dir", str(data), "--split", split, "--out", str(out),
+            "--max-new-tokens", str(scale.eval_max_new_tokens), "--no-progress"]
     if hardness:
         argv += ["--hardness", *hardness]
-    print(f"[proof] python -m eval {' '.join(argv)}", flush=True)
-    eval_main(argv)
-    return json.loads((out / "report.json").read_text(encoding="utf-8"))
+    if limit is not None:
+        argv += ["--limit", str(limit)]
+    return argv
 
 
-def grpo_flags(scale: Scale, data_dir: Path, model: Path, output_dir: Path, seed: int, steps: int) -> list[str]:
-    flags = ["--model", str(model), "--data_dir", str(data_dir), "--output_dir", str(output_dir),
-             "--seed", str(seed), "--max_steps", str(steps), "--learning_rate", str(scale.grpo_learning_rate),
-             "--warmup_steps", "2", "--max_completion_length", str(scale.max_completion_length),
-             "--save_steps", "100000", "--report_to", "none"]
-    if scale.grpo_questions is not None:
-        flags += ["--max_questions", str(scale.grpo_questions)]
-    return flags
-
-
-def sft_flags(scale: Scale, data_dir: Path, model: Path, output_dir: Path, questions: int | None,
-              epochs: float) -> list[str]:
-    # The curriculum's classes only: the warm-up's minutes go where GRPO will train.
-    flags = ["--phase", "sft", "--sft_full_finetune", "--model", str(model), "--data_dir", str(data_dir),
-             "--output_dir", str(output_dir), "--sft_hardness", "easy", "medium", "--sft_epochs", str(epochs),
-             "--learning_rate",
-             str(scale.sft_learning_rate), "--warmup_steps", "10", "--sft_batch_size", str(scale.sft_batch_size),
-             "--per_device_train_batch_size", "2", "--report_to", "none"]
-    # The embedded mode trains on 8 questions unless told otherwise.
-    flags += ["--max_questions", str(questions if questions is not None else 1_000_000)]
-    return flags
-
-
-# --------------------------------------------------------------------------------------- measurements
-
-
-@dataclass
-class EvalResult:
-    """One checkpoint on one split: accuracy and protocol numbers by hardness."""
-
-    accuracy: dict[str, float | None]
-    answered: float | None
-    post_episode_calls: float | None
-    tool_error_rate: float | None
-    mean_steps: float | None
-    valid_call_rate: float | None  # model turns that parsed as tool calls, over turns meant to call one
-    n: dict[str, int]
-
-
-def summarize_report(report: dict[str, Any]) -> EvalResult:
-    by_hardness = report["by_hardness"]
-    overall = by_hardness["overall"]
-    calls = invalid = 0
-    for question in report["questions"]:
-        if question["skip_reason"] is None:
-            calls += len(question["tool_calls"])
-            invalid += question["stop_reason"] in ("malformed_tool_call", "truncated")
-    return EvalResult(
-        accuracy={group: by_hardness[group]["accuracy"] for group in HARDNESS},
-        answered=overall["answered"],
-        post_episode_calls=overall["post_episode_calls"],
-        tool_error_rate=overall["tool_error_rate"],
-        mean_steps=overall["mean_steps"],
-        valid_call_rate=calls / (calls + invalid) if calls + invalid else None,
-        n={group: by_hardness[group]["n"] for group in HARDNESS},
-    )
-
-
-def read_step_metrics(phase_dir: Path) -> list[dict[str, float]]:
-    """The per-step log lines of a GRPO phase (the ones with a reward), in step order."""
-    lines = (phase_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-    return [entry for entry in map(json.loads, lines) if "reward" in entry]
-
-
-def series(steps: list[dict[str, float]], key: str) -> list[float]:
-    return [float(entry[key]) for entry in steps if key in entry]
-
-
-@dataclass
-class Slope:
-    """An ordinary least-squares line through (step, value), with the slope's standard error and p-value."""
-
-    slope: float
-    stderr: float
-    p_value: float
-    n: int
-
-
-def fit_slope(values: list[float]) -> Slope | None:
-    if len(values) < 3 or len(set(values)) < 2:
-        return None
-    from scipy.stats import linregress
-
-    fit = linregress(range(1, len(values) + 1), values)
-    return Slope(slope=float(fit.slope), stderr=float(fit.stderr), p_value=float(fit.pvalue), n=len(values))
-
-
-def mean_and_spread(values: list[float | None]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation over seeds (None where nothing was measured, or one seed)."""
-    measured = [value for value in values if value is not None]
-    if not measured:
-        return None, None
-    return statistics.fmean(measured), statistics.stdev(measured) if len(measured) > 1 else None
-
-
-# ------------------------------------------------------------------------------------------ experiment
-
-
-@dataclass
-class Results:
-    """Everything the report shows; saved as results.json."""
-
-    scale: dict[str, Any]
-    data_dir: str
-    evals: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)  # stage -> split -> per seed
-    curves: dict[str, dict[str, list[dict[str, float]]]] = field(default_factory=dict)  # run -> phase -> steps
-    sft_loss: dict[str, list[float]] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    peak_rss_gib: float = 0.0
-
-
-class Stopwatch:
-    def __init__(self, results: Results, name: str) -> None:
-        self.results, self.name = results, name
-
-    def __enter__(self) -> None:
-        self.started = time.perf_counter()
-        print(f"[proof] --- {self.name}", flush=True)
-
-    def __exit__(self, *exc: Any) -> None:
-        self.results.seconds[self.name] = round(time.perf_counter() - self.started, 1)
-
-
-def sft_losses(output_dir: Path) -> list[float]:
-    lines = (output_dir / "sft" / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line)["loss"] for line in lines]
-
-
-def evaluate_stage(results: Results, stage: str, checkpoint: Path, data_dir: Path, out: Path, scale: Scale) -> None:
-    """Held-out split (all classes) and the train split's easy questions (the curriculum's gate) for one checkpoint."""
-    for split, hardness in (("dev", None), ("train", ["easy"])):
-        report = run_eval(checkpoint, data_dir, split, out / "evals" / f"{stage}-{split}", scale, hardness)
-        results.evals.setdefault(stage.split("/")[0], {}).setdefault(split, []).append(
-            asdict(summarize_report(report)))
-
-
-def run_experiment(scale: Scale, data_dir: Path, out: Path) -> Results:
-    results = Results(scale=asdict(scale), data_dir=str(data_dir))
-    with Stopwatch(results, "build model"):
-        builder = build_small_qwen3 if scale.model_size == "small" else build_tiny_qwen3
-        base_model = builder(out / f"{scale.model_size}-qwen3")
-
-    with Stopwatch(results, "sft"):
-        run_train(*sft_flags(scale, data_dir, base_model, out / "warmup", scale.sft_questions, scale.sft_epochs))
-        sft_model = out / "warmup" / "sft" / "model"
-        results.sft_loss["warmup"] = sft_losses(out / "warmup")
-    with Stopwatch(results, "eval after sft"):
-        evaluate_stage(results, "sft", sft_model, data_dir, out, scale)
-
-    for seed in scale.seeds:
-        seed_dir = out / f"seed{seed}"
-        with Stopwatch(results, f"seed {seed}: easy + mixed"):
-            run_train("--phase", "easy", *grpo_flags(scale, data_dir, sft_model, seed_dir, seed, scale.easy_steps))
-            run_train("--phase", "mixed", *grpo_flags(scale, data_dir, sft_model, seed_dir, seed, scale.mixed_steps))
-        results.curves[f"seed{seed}"] = {phase: read_step_metrics(seed_dir / phase) for phase in ("easy", "mixed")}
-        with Stopwatch(results, f"seed {seed}: evals"):
-            evaluate_stage(results, f"easy/seed{seed}", seed_dir / "easy" / "adapter", data_dir, out, scale)
-            evaluate_stage(results, f"mixed/seed{seed}", seed_dir / "mixed" / "adapter", data_dir, out, scale)
-
-    seed = scale.seeds[0]
-    ablations = out / "ablations"
-    with Stopwatch(results, "ablation: 4 generations, no few-shot"):
-        run_train("--phase", "easy", *grpo_flags(scale, data_dir, sft_model, ablations / "ng4", seed,
-                                                 scale.ablation_steps),
-                  "--num_generations", "4", "--gradient_accumulation_steps", "4")
-        run_train("--phase", "easy", *grpo_flags(scale, data_dir, sft_model, ablations / "no-fewshot", seed,
-                                                 scale.ablation_steps), "--fewshot_examples", "0")
-    for name in ("ng4", "no-fewshot"):
-        results.curves[name] = {"easy": read_step_metrics(ablations / name / "easy")}
-
-    with Stopwatch(results, "ablation: post-episode penalty"):
-        # A warm start with the first run's habit: the SFT model, taught briefly on episodes that keep querying.
-        run_train(*sft_flags(scale, data_dir, sft_model, ablations / "habit", scale.habit_questions, 1),
-                  "--sft_never_stop_share", "1.0")
-        habit_model = ablations / "habit" / "sft" / "model"
-        results.sft_loss["habit"] = sft_losses(ablations / "habit")
-        for name, penalty in (("penalty", "0.1"), ("no-penalty", "0.0")):
-            run_train("--phase", "easy", *grpo_flags(scale, data_dir, habit_model, ablations / name, seed,
-                                                     scale.ablation_steps), "--post_episode_penalty", penalty)
-            results.curves[name] = {"easy": read_step_metrics(ablations / name / "easy")}
-    results.peak_rss_gib = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
-    return results
-
-
-# ---------------------------------------------------------------------------------------------- figures
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-PROTOCOL_BARS = {"answered": "answered", "valid_call_rate": "valid tool calls", "tool_error_rate": "tool errors"}
-
-
-def plot_accuracy(results: Results, path: Path) -> Path:
-    """Accuracy by hardness after each stage, and the protocol numbers on the held-out split: mean over
-    seeds with the spread (std) as error bars."""
-    plt = _pyplot()
-    figure, axes = plt.subplots(1, 3, figsize=(15, 3.8), sharey=True)
-    stages = [stage for stage in ("sft", "easy", "mixed") if stage in results.evals]
-    width = 0.8 / len(stages)
-    for offset, stage in enumerate(stages):
-        runs = results.evals[stage].get("dev", [])
-        means, spreads = zip(*(mean_and_spread([run[key] for run in runs]) for key in PROTOCOL_BARS))
-        axes[2].bar([index + offset * width for index in range(len(PROTOCOL_BARS))], [mean or 0 for mean in means],
-                    width, yerr=[spread or 0 for spread in spreads], capsize=3)
-    axes[2].set_xticks([index + width * (len(stages) - 1) / 2 for index in range(len(PROTOCOL_BARS))],
-                       list(PROTOCOL_BARS.values()))
-    axes[2].set_title("protocol, held-out databases")
-    axes[2].grid(axis="y", alpha=0.3)
-    for axis, (split, title) in zip(axes, (("dev", "accuracy, held-out databases (dev)"),
-                                           ("train", "accuracy, train split easy questions"))):
-        groups = [group for group in HARDNESS if any(
-            run["n"][group] for stage in stages for run in results.evals[stage].get(split, []))]
-        for offset, stage in enumerate(stages):
-            runs = results.evals[stage].get(split, [])
-            means, spreads = zip(*(mean_and_spread([run["accuracy"][group] for run in runs]) for group in groups))
-            axis.bar([index + offset * width for index in range(len(groups))], [mean or 0 for mean in means], width,
-                     yerr=[spread or 0 for spread in spreads], capsize=3, label=f"after {stage} ({len(runs)} run(s))")
-        axis.set_xticks([index + width * (len(stages) - 1) / 2 for index in range(len(groups))], groups)
-        axis.set_title(title)
-        axis.grid(axis="y", alpha=0.3)
-    axes[0].set_ylim(0, 1.05)
-    axes[0].set_ylabel("share")
-    axes[0].legend(fontsize=8)
-    return _save(figure, path)
-
-
-def _moving_average(values: list[float], window: int = 5) -> list[float]:
-    return [statistics.fmean(values[max(0, index - window + 1) : index + 1]) for index in range(len(values))]
-
-
-def plot_training_curves(results: Results, path: Path) -> Path:
-    """Reward and zero-advantage share per step for every seed, easy then mixed, with moving averages."""
-    plt = _pyplot()
-    figure, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    seeds = [name for name in results.curves if name.startswith("seed")]
-    for axis, key, title in ((axes[0], "reward", "reward (mean of the group)"),
-                             (axes[1], "frac_reward_zero_std", "groups with zero advantage")):
-        for name in seeds:
-            easy, mixed = (series(results.curves[name][phase], key) for phase in ("easy", "mixed"))
-            values = easy + mixed
-            line = axis.plot(range(1, len(values) + 1), values, alpha=0.25)[0]
-            axis.plot(range(1, len(values) + 1), _moving_average(values), color=line.get_color(), label=name)
-        if seeds:
-            boundary = len(series(results.curves[seeds[0]]["easy"], key))
-            axis.axvline(boundary + 0.5, color="grey", linestyle="--", linewidth=1)
-            axis.text(boundary + 0.7, axis.get_ylim()[1], "mixed", va="top", fontsize=8, color="grey")
-        axis.set_title(title)
-        axis.set_xlabel("GRPO step (easy, then mixed)")
-        axis.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
-    return _save(figure, path)
-
-
-def plot_ablation(results: Results, runs: dict[str, str], metrics: dict[str, str], path: Path) -> Path:
-    """Metrics (key -> title) per step for the runs of an ablation, raw and as a 4-step moving average."""
-    plt = _pyplot()
-    figure, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 3.6), squeeze=False)
-    for axis, (key, title) in zip(axes[0], metrics.items()):
-        for label, run in runs.items():
-            values = series(results.curves[run]["easy"], key)[: results.scale["ablation_steps"]]
-            line = axis.plot(range(1, len(values) + 1), values, alpha=0.25)[0]
-            axis.plot(range(1, len(values) + 1), _moving_average(values, 4), color=line.get_color(), label=label)
-        axis.set_title(title)
-        axis.set_xlabel("GRPO step")
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
-    return _save(figure, path)
-
-
-def _save(figure: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    _pyplot().close(figure)
-    return path
-
-
-def draw_figures(results: Results, figures_dir: Path) -> dict[str, Path]:
+def summarize(report: dict[str, Any]) -> dict[str, Any]:
+    """What the report shows of one eval: accuracy by hardness and the protocol numbers, overall."""
+    overall = report["by_hardness"]["overall"]
     return {
-        "accuracy": plot_accuracy(results, figures_dir / "accuracy_by_hardness.png"),
-        "curves": plot_training_curves(results, figures_dir / "reward_and_zero_advantage.png"),
-        "penalty": plot_ablation(results, {"penalty 0.1": "penalty", "no penalty": "no-penalty"},
-                                 {"episode/post_episode_calls": "tool calls after the episode, per episode",
-                                  "episode/answered": "episodes that answered"},
-                                 figures_dir / "post_episode_calls.png"),
-        "generations": plot_ablation(results, {"6 generations": "seed0", "4 generations": "ng4"},
-                                     {"frac_reward_zero_std": "groups with zero advantage"},
-                                     figures_dir / "zero_advantage_4_vs_6.png"),
-        "fewshot": plot_ablation(results, {"2 few-shot examples": "seed0", "no examples": "no-fewshot"},
-                                 {"reward": "reward, first steps of the easy phase",
-                                  "episode/answered": "episodes that answered"}, figures_dir / "fewshot_reward.png"),
+        "accuracy": {group: report["by_hardness"][group]["accuracy"] for group in HARDNESS},
+        "n": {group: report["by_hardness"][group]["n"] for group in HARDNESS},
+        "answered": overall["answered"], "post_episode_calls": overall["post_episode_calls"],
+        "tool_error_rate": overall["tool_error_rate"], "mean_steps": overall["mean_steps"],
+        "stop_reasons": report.get("stop_reasons", {}), "seconds": report["timing"]["elapsed_s"],
     }
+
+
+CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_episode_calls", "episode/accuracy",
+              "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib")
+
+
+def step_curves(phase_dir: Path) -> list[dict[str, float]]:
+    """The per-step log lines of a GRPO phase (the ones with a reward), keeping the plotted keys."""
+    lines = (phase_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    return [{key: entry[key] for key in ("step", *CURVE_KEYS) if key in entry}
+            for entry in map(json.loads, lines) if "reward" in entry]
+
+
+# ------------------------------------------------------------------------------------------- results
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"runs": {}}
+
+
+def save_results(path: Path, results: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(temporary, path)  # a crash mid-write never leaves half a results file
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=REPO_DIR, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int) -> dict[str, Any]:
+    """Train (unless base) and evaluate one arm; returns its results entry."""
+    started = time.perf_counter()
+    entry: dict[str, Any] = {"arm": arm.name, "seed": seed, "scale": scale.name, "model": str(model),
+                             "commit": git_commit(), "commands": []}
+    checkpoint = model
+    if arm.phase is not None:
+        argv = train_argv(arm, scale, model, data, work, seed)
+        entry["commands"].append("python train.py " + " ".join(argv))
+        print(f"[proof] python train.py {' '.join(argv)}", flush=True)
+        checkpoint = Path(train.main(argv))
+        if arm.phase != "sft":
+            entry["curves"] = step_curves(checkpoint.parent)
+    entry["train_seconds"] = round(time.perf_counter() - started, 1)
+    entry["evals"] = {}
+    for name, split, hardness, limit in (("heldout", "dev", None, scale.eval_heldout_limit),
+                                         ("train_easy", "train", ["easy"], scale.eval_train_easy_limit)):
+        out = work / f"{arm.name}-seed{seed}" / f"eval-{name}"
+        argv = eval_argv(checkpoint, data, split, out, scale, hardness=hardness, limit=limit)
+        entry["commands"].append("python -m eval " + " ".join(argv))
+        print(f"[proof] python -m eval {' '.join(argv)}", flush=True)
+        eval_main(argv)
+        entry["evals"][name] = summarize(json.loads((out / "report.json").read_text(encoding="utf-8")))
+    entry["seconds"] = round(time.perf_counter() - started, 1)
+    return entry
 
 
 # ---------------------------------------------------------------------------------------------- report
 
 
-def _percent(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
+def _mean_spread(values: list[float | None]) -> tuple[float | None, float | None]:
+    measured = [value for value in values if value is not None]
+    if not measured:
+        return None, None
+    return statistics.fmean(measured), (statistics.stdev(measured) if len(measured) > 1 else None)
 
 
-def _mean_spread(values: list[float | None], as_percent: bool = True, digits: int = 2) -> str:
-    mean, spread = mean_and_spread(values)
+def _cell(values: list[float | None], *, percent: bool = True) -> str:
+    mean, spread = _mean_spread(values)
     if mean is None:
-        return "–"
-    show = (lambda value: f"{100 * value:.1f}") if as_percent else (lambda value: f"{value:.{digits}f}")
-    text = show(mean) + (f" ± {show(spread)}" if spread is not None else "")
-    return text + ("%" if as_percent else "")
+        return "not run"
+    scale = 100 if percent else 1
+    text = f"{mean * scale:.1f}{'%' if percent else ''}" if percent else f"{mean:.3f}"
+    return text + (f" ± {spread * scale:.1f}" if spread is not None else "") + f" (n={len(values)})"
 
 
-@dataclass
-class Comparison:
-    """Two runs' values of one metric over the same steps: means and the difference with its standard error."""
-
-    mean_a: float
-    mean_b: float
-    difference: float  # a - b
-    stderr: float
-
-    @property
-    def is_clear(self) -> bool:
-        return abs(self.difference) > 2 * self.stderr
+def runs_of(results: dict[str, Any], arm: str) -> list[dict[str, Any]]:
+    return [run for run in results["runs"].values() if run["arm"] == arm]
 
 
-def compare(values_a: list[float], values_b: list[float]) -> Comparison | None:
-    if len(values_a) < 2 or len(values_b) < 2:
+def fit_slope(values: list[float]) -> tuple[float, float, float] | None:
+    """OLS slope of values over steps, its standard error and p-value (None when too few points)."""
+    if len(values) < 3 or len(set(values)) < 2:
         return None
-    mean_a, mean_b = statistics.fmean(values_a), statistics.fmean(values_b)
-    stderr = math.sqrt(statistics.variance(values_a) / len(values_a) + statistics.variance(values_b) / len(values_b))
-    return Comparison(mean_a, mean_b, mean_a - mean_b, stderr)
+    from scipy.stats import linregress
+
+    fit = linregress(range(1, len(values) + 1), values)
+    return float(fit.slope), float(fit.stderr), float(fit.pvalue)
 
 
-def accuracy_table(results: Results, split: str) -> list[str]:
-    lines = ["| after | runs | " + " | ".join(HARDNESS) + " |", "| --- | ---: |" + " ---: |" * len(HARDNESS)]
-    for stage in ("sft", "easy", "mixed"):
-        runs = results.evals.get(stage, {}).get(split, [])
-        if runs:
-            cells = [_mean_spread([run["accuracy"][group] for run in runs]) for group in HARDNESS]
-            lines.append(f"| {stage} | {len(runs)} | " + " | ".join(cells) + " |")
-    runs = next((results.evals[stage][split] for stage in results.evals if split in results.evals[stage]), [])
-    if runs:
-        lines.append("| questions | | " + " | ".join(str(runs[0]["n"][group]) for group in HARDNESS) + " |")
-    return lines
+def curve(run: dict[str, Any], key: str) -> list[float]:
+    return [float(step[key]) for step in run.get("curves", []) if key in step]
 
 
-def protocol_table(results: Results) -> list[str]:
-    keys = [("answered", "answered", True), ("valid_call_rate", "valid tool calls", True),
-            ("tool_error_rate", "tool error rate", True), ("post_episode_calls", "post-episode calls / episode", False),
-            ("mean_steps", "tool calls / episode", False)]
-    lines = ["| after | split | " + " | ".join(label for _, label, _ in keys) + " |",
-             "| --- | --- |" + " ---: |" * len(keys)]
-    for stage in ("sft", "easy", "mixed"):
-        for split in ("dev", "train"):
-            runs = results.evals.get(stage, {}).get(split, [])
-            if runs:
-                cells = [_mean_spread([run[key] for run in runs], as_percent) for key, _, as_percent in keys]
-                lines.append(f"| {stage} | {split} | " + " | ".join(cells) + " |")
-    return lines
+def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The plan's verification list: (check, measured, verdict)."""
+    rows = []
+    grpo_runs = [run for run in results["runs"].values() if run.get("curves")]
+    peaks = [max(curve(run, "gpu/peak_reserved_gib") or [0.0]) for run in grpo_runs]
+    peak = max(peaks) if peaks else None
+    rows.append(("no OOM with 6 generations (peak reserved GPU memory, all GRPO arms)",
+                 f"{peak:.2f} GiB" if peak else "not run",
+                 "pass" if peak and peak < 22.5 else ("not run" if not peak else "fail")))
+
+    def heldout(arm: str, key: str) -> list[float | None]:
+        return [run["evals"]["heldout"][key] for run in runs_of(results, arm)]
+
+    base_post, easy_post = heldout("base", "post_episode_calls"), heldout("easy", "post_episode_calls")
+    mixed_post = heldout("mixed", "post_episode_calls")
+    rows.append(("fewer 'Episode is over' calls (held-out, per episode: base -> easy -> mixed)",
+                 f"{_cell(base_post, percent=False)} -> {_cell(easy_post, percent=False)} -> "
+                 f"{_cell(mixed_post, percent=False)}",
+                 _verdict_lower(base_post, mixed_post or easy_post, target=0.05)))
+    slopes = [fit_slope(curve(run, "reward")) for run in runs_of(results, "easy")]
+    slopes = [slope for slope in slopes if slope is not None]
+    rows.append(("reward slope over the easy phase (per step, OLS ± s.e., p)",
+                 "; ".join(f"{s:+.4f} ± {e:.4f} (p={p:.2g})" for s, e, p in slopes) or "not run",
+                 ("rising" if all(s - 2 * e > 0 for s, e, _ in slopes) else "not distinguishable from flat")
+                 if slopes else "not run"))
+    zero6 = [statistics.fmean(curve(run, "frac_reward_zero_std")) for run in runs_of(results, "easy") if curve(run, "frac_reward_zero_std")]
+    zero4 = [statistics.fmean(curve(run, "frac_reward_zero_std")) for run in runs_of(results, "ng4") if curve(run, "frac_reward_zero_std")]
+    rows.append(("zero-advantage groups, mean share over the phase (6 vs 4 generations)",
+                 f"{_cell(zero6)} vs {_cell(zero4)}",
+                 "fewer with 6" if zero6 and zero4 and statistics.fmean(zero6) < statistics.fmean(zero4)
+                 else ("not run" if not (zero6 and zero4) else "no fewer with 6")))
+    train_easy = [run["evals"]["train_easy"]["accuracy"]["easy"] for run in runs_of(results, "easy")]
+    rows.append(("easy above 50% before mixed (train-part easy questions, after the easy phase)", _cell(train_easy),
+                 "pass" if train_easy and min(train_easy) > 0.5 else ("not run" if not train_easy else "fail")))
+    early = lambda arm: [statistics.fmean(curve(run, "reward")[:20]) for run in runs_of(results, arm) if curve(run, "reward")]  # noqa: E731
+    hard = lambda arm: [run["evals"]["heldout"]["accuracy"]["hard"] for run in runs_of(results, arm)]  # noqa: E731
+    rows.append(("few-shot: mean reward of the first 20 steps, with vs without examples",
+                 f"{_cell(early('easy'), percent=False)} vs {_cell(early('no-fewshot'), percent=False)}",
+                 "see numbers" if early("easy") and early("no-fewshot") else "not run"))
+    rows.append(("few-shot: held-out hard accuracy, with vs without examples",
+                 f"{_cell(hard('easy'))} vs {_cell(hard('no-fewshot'))}",
+                 "see numbers" if hard("easy") and hard("no-fewshot") else "not run"))
+    return rows
 
 
-def slope_table(results: Results) -> list[str]:
-    lines = ["| run | phase | steps | reward: mean | reward: slope per step ± s.e. | p | zero-advantage: mean "
-             "| zero-advantage: slope ± s.e. |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for name in [name for name in results.curves if name.startswith("seed")]:
-        for phase in ("easy", "mixed"):
-            steps = results.curves[name][phase]
-            reward, zero = series(steps, "reward"), series(steps, "frac_reward_zero_std")
-            reward_fit, zero_fit = fit_slope(reward), fit_slope(zero)
-            lines.append(
-                f"| {name} | {phase} | {len(reward)} | {statistics.fmean(reward):.3f} | "
-                + (f"{reward_fit.slope:+.1e} ± {reward_fit.stderr:.1e} | {reward_fit.p_value:.2f}" if reward_fit
-                   else "– | –")
-                + f" | {_percent(statistics.fmean(zero))} | "
-                + (f"{100 * zero_fit.slope:+.2f} ± {100 * zero_fit.stderr:.2f} pts" if zero_fit else "–") + " |")
-    return lines
+def _verdict_lower(before: list[float | None], after: list[float | None], *, target: float) -> str:
+    before_mean, _ = _mean_spread(before)
+    after_mean, _ = _mean_spread(after)
+    if before_mean is None or after_mean is None:
+        return "not run"
+    if after_mean < target:
+        return f"pass (< {target})"
+    return "fewer, above target" if after_mean < before_mean else "not fewer"
 
 
-def pooled_fit(runs: list[list[float]]) -> Slope | None:
-    """One slope for several runs (the seeds), each with its own intercept: steps and values are centred
-    per run, then fitted together; the standard error comes from the pooled residuals."""
-    from scipy.stats import t as student_t
-
-    steps_centred: list[float] = []
-    values_centred: list[float] = []
-    for values in runs:
-        steps = range(1, len(values) + 1)
-        steps_centred += [step - statistics.fmean(steps) for step in steps]
-        values_centred += [value - statistics.fmean(values) for value in values]
-    spread = sum(step * step for step in steps_centred)
-    degrees = len(values_centred) - len(runs) - 1
-    if spread == 0 or degrees < 1:
-        return None
-    slope = sum(step * value for step, value in zip(steps_centred, values_centred, strict=True)) / spread
-    residual = sum((value - slope * step) ** 2 for step, value in zip(steps_centred, values_centred, strict=True))
-    stderr = math.sqrt(residual / degrees / spread)
-    p_value = 2 * student_t.sf(abs(slope / stderr), degrees) if stderr > 0 else 0.0
-    return Slope(slope=slope, stderr=stderr, p_value=float(p_value), n=len(values_centred))
-
-
-def seed_fit(results: Results, phase: str, key: str) -> Slope | None:
-    return pooled_fit([series(results.curves[name][phase], key) for name in results.curves if name.startswith("seed")])
-
-
-def calls_per_answered_episode(results: Results, run: str) -> float:
-    """Post-episode calls over answered episodes, summed over the ablation's steps (equal-sized groups)."""
-    steps = results.curves[run]["easy"][: results.scale["ablation_steps"]]
-    answered = sum(series(steps, "episode/answered"))
-    return sum(series(steps, "episode/post_episode_calls")) / answered if answered else float("nan")
-
-
-def correct_episodes(results: Results) -> tuple[int, int]:
-    """Episodes answered correctly during GRPO, over all runs and steps, and how many episodes there were."""
-    correct = total = 0
-    for name, phases in results.curves.items():
-        group = 4 if name == "ng4" else 6
-        for steps in phases.values():
-            correct += sum(round(value * group) for value in series(steps, "episode/accuracy"))
-            total += group * len(steps)
-    return correct, total
+def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, results_path: Path) -> None:
+    figures = plot_figures(results, figures_dir)
+    link = os.path.relpath(results_path, report_path.parent)
+    lines = ["# Does the trainer break the plateau? (measured)", "",
+             f"Generated by `python experiments/learning_proof.py` from [{link}]({link}); every number below "
+             "comes from the runs listed at the end, with their commands. Arms that were not run say so.", "",
+             "## Accuracy by hardness on the held-out databases", "",
+             "| arm | " + " | ".join(HARDNESS) + " | answered | post-episode calls | train-part easy |",
+             "|---" * (len(HARDNESS) + 4) + "|"]
+    for arm in (*MAIN_LINE, *ABLATIONS):
+        runs = runs_of(results, arm)
+        if not runs:
+            lines.append(f"| {arm} | " + " | ".join(["not run"] * (len(HARDNESS) + 3)) + " |")
+            continue
+        cells = [_cell([run["evals"]["heldout"]["accuracy"][group] for run in runs]) for group in HARDNESS]
+        cells.append(_cell([run["evals"]["heldout"]["answered"] for run in runs]))
+        cells.append(_cell([run["evals"]["heldout"]["post_episode_calls"] for run in runs], percent=False))
+        cells.append(_cell([run["evals"]["train_easy"]["accuracy"]["easy"] for run in runs]))
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    lines += ["", "## The plan's verification list", "", "| check | measured | verdict |", "|---|---|---|"]
+    lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
+    lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]
+    lines += ["", "## Runs", "", "| arm | seed | scale | steps | train+eval wall time | commit |", "|---|---|---|---|---|---|"]
+    for key in sorted(results["runs"]):
+        run = results["runs"][key]
+        lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {len(run.get('curves', []))} | "
+                     f"{run['seconds']:.0f} s | {run['commit']} |")
+    lines += ["", "Commands of each run:", ""]
+    for key in sorted(results["runs"]):
+        lines += [f"- `{key}`:"] + [f"  - `{command}`" for command in results["runs"][key]["commands"]]
+    notes = results.get("notes")
+    if notes:
+        lines += ["", "## Notes", "", notes]
+    report_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def ablation_comparison(results: Results, run_a: str, run_b: str, key: str) -> Comparison | None:
-    steps = results.scale["ablation_steps"]
-    return compare(*(series(results.curves[run]["easy"], key)[:steps] for run in (run_a, run_b)))
+def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
+    """Reward, zero-advantage share and post-episode calls over steps, for every GRPO run."""
+    runs = {key: run for key, run in sorted(results["runs"].items()) if run.get("curves")}
+    if not runs:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    figure, axes = plt.subplots(1, 3, figsize=(16, 4))
+    for axis, key, title in ((axes[0], "reward", "reward (group mean)"),
+                             (axes[1], "frac_reward_zero_std", "groups with zero advantage"),
+                             (axes[2], "episode/post_episode_calls", "calls after the episode, per episode")):
+        for name, run in runs.items():
+            values = curve(run, key)
+            window = [statistics.fmean(values[max(0, i - 9): i + 1]) for i in range(len(values))]
+            axis.plot(range(1, len(values) + 1), window, label=name)
+        axis.set_title(f"{title}, 10-step moving average")
+        axis.set_xlabel("GRPO step")
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    path = folder / "curves.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return [path]
 
 
-def comparison_words(comparison: Comparison | None, label_a: str, label_b: str, as_percent: bool = False) -> str:
-    if comparison is None:
-        return "not enough steps to compare"
-    show = (lambda value: f"{100 * value:.1f}%") if as_percent else (lambda value: f"{value:.3f}")
-    verdict = ("a clear difference (more than 2 standard errors)" if comparison.is_clear
-               else "no difference distinguishable from step-to-step noise")
-    return (f"{label_a} {show(comparison.mean_a)}, {label_b} {show(comparison.mean_b)}: difference "
-            f"{show(comparison.difference)} ± {show(comparison.stderr)} (s.e.), {verdict}")
+# ------------------------------------------------------------------------------------------------ main
 
 
-def shown_path(path: str) -> str:
-    """A path inside the repository relative to it (reports stay the same on every checkout)."""
-    resolved = Path(path).resolve()
-    return str(resolved.relative_to(REPO_DIR)) if resolved.is_relative_to(REPO_DIR) else path
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, help="model folder (python models.py fetch qwen2.5-coder-0.5b-instruct)")
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(MAIN_LINE))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-dir", type=Path, default=REPO_DIR.parent / "shared" / "spider",
+                        help="real Spider (train_spider.json + database/); the built-in data when absent")
+    parser.add_argument("--work", type=Path, default=REPO_DIR / "runs" / "learning_proof",
+                        help="adapters and eval reports; keep it between calls (later arms start from earlier ones)")
+    parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    parser.add_argument("--report", type=Path, default=DEFAULT_REPORT)
+    parser.add_argument("--scale", choices=list(SCALES), default="gpu")
+    parser.add_argument("--quick", action="store_true", help="CPU smoke test: --scale quick, SmolLM2, built-in data, "
+                                                             "results and report in --work")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="GRPO steps of every arm run now (default: the scale's; the report shows the number run)")
+    parser.add_argument("--report-only", action="store_true", help="regenerate the report from the results file")
+    arguments = parser.parse_args(argv)
 
+    if arguments.quick:
+        import models
 
-def docs_relative_results(report: Path) -> str:
-    return f"{report.stem}/results.json"
-
-
-def write_markdown(results: Results, figures: dict[str, Path], path: Path, command: str) -> Path:
-    """The report: commands, tables, figures, and what did and did not improve, in words from the numbers."""
-    scale = results.scale
-    relative = {name: os.path.relpath(figure, path.parent) for name, figure in figures.items()}
-    seeds = [name for name in results.curves if name.startswith("seed")]
-    total_minutes = sum(results.seconds.values()) / 60
-    easy_train = [run["accuracy"]["easy"] for run in results.evals.get("easy", {}).get("train", [])]
-    easy_train_mean, _ = mean_and_spread(easy_train)
-    reward_easy, reward_mixed = seed_fit(results, "easy", "reward"), seed_fit(results, "mixed", "reward")
-    zero_easy, zero_mixed = (seed_fit(results, phase, "frac_reward_zero_std") for phase in ("easy", "mixed"))
-    penalty = ablation_comparison(results, "penalty", "no-penalty", "episode/post_episode_calls")
-    penalty_answered = ablation_comparison(results, "penalty", "no-penalty", "episode/answered")
-    per_answer = {run: calls_per_answered_episode(results, run) for run in ("penalty", "no-penalty")}
-    generations = ablation_comparison(results, "ng4", "seed0", "frac_reward_zero_std")
-    fewshot = ablation_comparison(results, "seed0", "no-fewshot", "reward")
-    fewshot_answered = ablation_comparison(results, "seed0", "no-fewshot", "episode/answered")
-
-    def slope_words(fit: Slope | None, scale_by: float = 1.0, unit: str = "") -> str:
-        if fit is None:
-            return "not measured"
-        verdict = ("above 0 by more than 2 s.e." if fit.slope > 2 * fit.stderr else
-                   "below 0 by more than 2 s.e." if fit.slope < -2 * fit.stderr else "not distinguishable from 0")
-        digits = ".2f" if unit else ".1e"
-        return (f"{scale_by * fit.slope:+{digits}}{unit} ± {scale_by * fit.stderr:{digits}}{unit} per step "
-                f"(p = {fit.p_value:.2f}, {len(seeds)} seeds pooled), {verdict}")
-
-    penalty_words = (
-        f"post-episode calls per episode over {scale['ablation_steps']} steps, "
-        f"{comparison_words(penalty, 'penalty', 'none')}; share of episodes that answered, "
-        f"{comparison_words(penalty_answered, 'penalty', 'none', as_percent=True)}; calls per answered episode: "
-        f"penalty {per_answer['penalty']:.2f}, none {per_answer['no-penalty']:.2f}")
-    penalty_verdict = (
-        NOT_SHOWN if not (penalty and penalty.is_clear and penalty.difference < 0) else
-        "fewer calls, but partly by answering less (see below)" if penalty_answered and penalty_answered.difference < 0
-        else "shown")
-
-    lines = [
-        "# Does the trainer learn? The plan's verification list at small scale",
-        "",
-        f"Generated by `{command}` ({scale['name']} scale, {total_minutes:.0f} minutes on this machine; "
-        f"peak memory {results.peak_rss_gib:.1f} GiB). Data: `{shown_path(results.data_dir)}`. "
-        f"Every number below is in `{docs_relative_results(path)}`.",
-        "",
-        "No Qwen3-1.7B weights can reach our machines, so this runs the whole pipeline on a small Qwen3 built "
-        f"offline (`tiny_model.py --size {scale['model_size']}`: the real Qwen3 tokenizer and chat template, random "
-        "weights). A random model never writes a tool call, so GRPO alone would see rewards of exactly 0 and "
-        "learn nothing; a supervised warm-up on the oracle's episodes teaches it the protocol first.",
-        "",
-        "## What was run",
-        "",
-        "```bash",
-        f"python tiny_model.py --out OUT/{scale['model_size']}-qwen3 --size {scale['model_size']}",
-        f"python train.py --phase sft --sft_full_finetune --model OUT/{scale['model_size']}-qwen3 "
-        f"--output_dir OUT/warmup --sft_hardness easy medium --sft_epochs {scale['sft_epochs']:g} "
-        f"--learning_rate {scale['sft_learning_rate']:g} --sft_batch_size {scale['sft_batch_size']} "
-        "--per_device_train_batch_size 2",
-        "# for each seed S:",
-        f"python train.py --phase easy  --model OUT/warmup/sft/model --output_dir OUT/seedS --seed S "
-        f"--max_steps {scale['easy_steps']} --learning_rate {scale['grpo_learning_rate']:g} "
-        f"--max_completion_length {scale['max_completion_length']}",
-        f"python train.py --phase mixed --model OUT/warmup/sft/model --output_dir OUT/seedS --seed S "
-        f"--max_steps {scale['mixed_steps']} --learning_rate {scale['grpo_learning_rate']:g} "
-        f"--max_completion_length {scale['max_completion_length']}",
-        "python -m eval --checkpoint OUT/warmup/sft/model --split dev --out OUT/evals/sft-dev   "
-        "# and --split train --hardness easy; the same for OUT/seedS/{easy,mixed}/adapter",
-        "# ablations, seed 0, from the same warm start, "
-        f"{scale['ablation_steps']} steps each: --num_generations 4 --gradient_accumulation_steps 4; "
-        "--fewshot_examples 0; and from a warm start taught to keep calling after answering "
-        "(--phase sft --sft_never_stop_share 1.0, one epoch over "
-        f"{scale['habit_questions']} questions): --post_episode_penalty 0.1 against 0.0",
-        "```",
-        "",
-        "Other settings are the trainer's defaults: 6 generations, 1 x 6 completions per step (one question per "
-        "step), temperature 1, LoRA rank 32 on all linear layers, 2 few-shot examples in the easy phase, the mixed "
-        "phase starting from the easy adapter without examples. Evaluation is greedy, on the held-out split "
-        "(databases never seen in training) and on the train split's easy questions. The warm-up is one "
-        "run (seed 0) shared by the seeds, so the spread (± sample standard deviation over seeds) is GRPO's.",
-        "",
-        f"The warm-up brought the loss per generated token from {results.sft_loss['warmup'][0]:.1f} to "
-        f"{statistics.fmean(results.sft_loss['warmup'][-20:]):.2f} (mean of its last 20 of "
-        f"{len(results.sft_loss['warmup'])} steps). Of the {correct_episodes(results)[1]} episodes GRPO played in all "
-        f"runs, {correct_episodes(results)[0]} ended with a correct answer.",
-        "",
-        "## The verification list",
-        "",
-        "| the plan expects | measured here | verdict |",
-        "| --- | --- | --- |",
-        "| no OOM with 6 generations | CPU run, peak resident memory "
-        f"{results.peak_rss_gib:.1f} GiB; GPU memory is measured in README.md (random-weight Qwen3-1.7B, "
-        "6 x 512 tokens: 5.4 GiB peak on an H200) | not testable on CPU; see README |",
-        f"| fewer \"Episode is over\" loops | {penalty_words} | {penalty_verdict} |",
-        f"| an upward reward trend | reward slope, easy phase: {slope_words(reward_easy)}; "
-        f"mixed phase: {slope_words(reward_mixed)} | "
-        f"{'shown' if reward_easy and reward_easy.slope > 2 * reward_easy.stderr else NOT_SHOWN} |",
-        f"| fewer zero-advantage groups over training | zero-advantage share slope, easy phase: "
-        f"{slope_words(zero_easy, 100, ' pts')}; mixed phase: {slope_words(zero_mixed, 100, ' pts')} | "
-        f"{'shown' if zero_easy and zero_easy.slope < -2 * zero_easy.stderr else NOT_SHOWN} |",
-        f"| more gradient signal with 6 generations | zero-advantage share, "
-        f"{comparison_words(generations, '4 generations', '6', as_percent=True)} | "
-        f"{'shown' if generations and generations.is_clear and generations.difference > 0 else NOT_SHOWN} |",
-        f"| easy phase above 50% before medium | train-split easy accuracy after the easy phase: "
-        f"{_mean_spread(easy_train)} | {'yes' if easy_train_mean is not None and easy_train_mean > 0.5 else 'no'} |",
-        f"| few-shot guidance helps early training | reward over the first {scale['ablation_steps']} steps, "
-        f"{comparison_words(fewshot, 'with examples', 'without')}; answered share: "
-        f"{comparison_words(fewshot_answered, 'with', 'without', as_percent=True)} | "
-        f"{'shown' if fewshot and fewshot.is_clear and fewshot.difference > 0 else NOT_SHOWN} |",
-        "",
-        "## Accuracy by hardness",
-        "",
-        "Held-out databases (the dev split), mean ± standard deviation over the runs:",
-        "",
-        *accuracy_table(results, "dev"),
-        "",
-        "Train split, easy questions (all seen in the warm-up; some in GRPO too):",
-        "",
-        *accuracy_table(results, "train"),
-        "",
-        f"![accuracy by hardness]({relative['accuracy']})",
-        "",
-        "What a small model can learn is the protocol; these are its numbers (valid tool calls: model turns "
-        "that parsed as a tool call, over those that did plus turns that broke off malformed or truncated):",
-        "",
-        *protocol_table(results),
-        "",
-        "## Reward and zero-advantage share over steps",
-        "",
-        "One question (a group of 6 episodes) per step, so each step's zero-advantage value is 0 or 1 and the reward "
-        "moves with the question's difficulty; the lines are 5-step moving averages. Least-squares slope per seed "
-        f"and phase (p: two-sided test of slope 0); pooled over the seeds (one intercept each), the reward slope is "
-        f"{slope_words(reward_easy)} in the easy phase and {slope_words(reward_mixed)} in the mixed phase:",
-        "",
-        *slope_table(results),
-        "",
-        f"![reward and zero-advantage share]({relative['curves']})",
-        "",
-        "## Post-episode calls, with the penalty and without",
-        "",
-        f"Both runs start from the same warm start, taught to call `query` again after answering; {penalty_words}.",
-        "",
-        f"![post-episode calls]({relative['penalty']})",
-        "",
-        "## Zero-advantage share, 4 generations against 6",
-        "",
-        "Same warm start, seed and questions in the same order; "
-        f"{comparison_words(generations, '4 generations', '6', as_percent=True)}.",
-        "",
-        f"![zero advantage, 4 vs 6 generations]({relative['generations']})",
-        "",
-        "## Early reward with few-shot examples and without",
-        "",
-        f"{comparison_words(fewshot, 'with 2 examples', 'without', )}.",
-        "",
-        f"![few-shot reward]({relative['fewshot']})",
-        "",
-        "## Time",
-        "",
-        "| stage | seconds |",
-        "| --- | ---: |",
-        *[f"| {name} | {seconds:.0f} |" for name, seconds in results.seconds.items()],
-        "",
-    ]
-    discussion = DISCUSSION_PLACEHOLDER
-    if path.is_file() and DISCUSSION_HEADER in path.read_text(encoding="utf-8"):
-        discussion = path.read_text(encoding="utf-8").split(DISCUSSION_HEADER, 1)[1]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n" + DISCUSSION_HEADER + discussion, encoding="utf-8")
-    return path
-
-
-# The discussion is written by a person who read the numbers; regenerating the report keeps it.
-NOT_SHOWN = "not shown at this scale"
-DISCUSSION_HEADER = "## Discussion (written by hand; kept when the report is regenerated)\n"
-DISCUSSION_PLACEHOLDER = "\n(Read the numbers above and write what they do and do not show.)\n"
-
-
-# ------------------------------------------------------------------------------------------------- main
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke version: tiny model, a few steps, one seed")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"run folder (default {DEFAULT_OUT})")
-    parser.add_argument("--data-dir", type=Path, default=BUILTIN_DATA_DIR, help="Spider-format data folder")
-    parser.add_argument("--seeds", type=int, nargs="+", help="GRPO seeds (default: the scale's)")
-    parser.add_argument("--max-questions", type=int,
-                        help="train on at most this many questions per stage (real Spider: 300 keeps it near an hour)")
-    parser.add_argument("--eval-limit", type=int, help="evaluate at most this many questions per split")
-    parser.add_argument("--docs", type=Path,
-                        help=f"report path (default {DEFAULT_DOCS.relative_to(REPO_DIR)}; "
-                             "with --quick, OUT/learning_proof.md)")
-    parser.add_argument("--report-only", action="store_true", help="redraw figures and report from OUT/results.json")
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> Path:
-    arguments = parse_args(argv)
-    scale = SCALES["quick" if arguments.quick else "cpu"]
-    if arguments.seeds:
-        scale = replace(scale, seeds=tuple(arguments.seeds))
-    if arguments.max_questions:
-        scale = replace(scale, sft_questions=arguments.max_questions, grpo_questions=arguments.max_questions)
-    if arguments.eval_limit:
-        scale = replace(scale, eval_limit=arguments.eval_limit)
-    out = arguments.out.resolve()
-    docs = arguments.docs or (out / "learning_proof.md" if arguments.quick else DEFAULT_DOCS)
-    results_path = out / "results.json"
+        arguments.scale = "quick"
+        arguments.model = arguments.model or models.fetch_model("smollm2-135m-instruct", progress=False)
+        arguments.data_dir = REPO_DIR / "data" / "builtin"
+        arguments.results = arguments.work / "results.json"
+        arguments.report = arguments.work / "learning_proof.md"
+    figures_dir = arguments.report.parent / "learning_proof"
+    results = load_results(arguments.results)
     if arguments.report_only:
-        results = Results(**json.loads(results_path.read_text(encoding="utf-8")))
+        write_report(results, arguments.report, figures_dir, arguments.results)
+        print(f"[proof] report: {arguments.report}")
+        return 0
+    if arguments.model is None or not Path(arguments.model).is_dir():
+        parser.error("--model DIR is required: a model folder (python models.py fetch qwen2.5-coder-0.5b-instruct "
+                     "--out DIR)")
+    scale = SCALES[arguments.scale]
+    if arguments.steps is not None:
+        scale = replace(scale, easy_steps=arguments.steps, mixed_steps=arguments.steps,
+                        ablation_steps=arguments.steps)
+    if (arguments.data_dir / "train_spider.json").is_file() and not (arguments.data_dir / "dev.json").is_file():
+        data = split_by_database(arguments.data_dir, arguments.work, held_out_databases())
     else:
-        if (out / "warmup").exists():
-            raise SystemExit(f"{out} holds an earlier run: choose another --out, or delete it first")
-        out.mkdir(parents=True, exist_ok=True)
-        data_dir = prepare_data(arguments.data_dir.resolve(), out)
-        results = run_experiment(scale, data_dir, out)
-        results_path.write_text(json.dumps(asdict(results), indent=1), encoding="utf-8")
-    figures_dir = docs.parent / docs.stem  # docs/learning_proof/ beside docs/learning_proof.md
-    figures = draw_figures(results, figures_dir)
-    (figures_dir / "results.json").write_text(json.dumps(asdict(results), indent=1), encoding="utf-8")
-    command = "python experiments/learning_proof.py" + (" --quick" if arguments.quick else "")
-    if arguments.data_dir.resolve() != BUILTIN_DATA_DIR.resolve():
-        command += f" --data-dir {arguments.data_dir}"
-    report = write_markdown(results, figures, docs, command)
-    print(f"[proof] report in {report}; figures in {figures_dir}; numbers in {results_path}", flush=True)
-    return report
+        data = arguments.data_dir
+    for name in arguments.arms:
+        entry = run_arm(ARMS[name], scale, arguments.model, data, arguments.work, arguments.seed)
+        results["runs"][f"{name}/seed{arguments.seed}/{scale.name}"] = entry
+        save_results(arguments.results, results)  # after every arm: nothing measured is lost
+        write_report(results, arguments.report, figures_dir, arguments.results)
+        print(f"[proof] {name} seed {arguments.seed}: {entry['seconds']:.0f} s; held-out accuracy "
+              f"{entry['evals']['heldout']['accuracy']['overall']}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

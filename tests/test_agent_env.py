@@ -164,11 +164,6 @@ def test_wrong_argument_names_get_an_actionable_error(env: SQLEnv) -> None:
         env.describe(table_name="customer")  # type: ignore[call-arg]
 
 
-def test_tools_before_reset_say_so() -> None:
-    with pytest.raises(ValueError, match="Episode is over"):
-        SQLEnv().query("SELECT 1")
-
-
 def test_episode_record_serialises_its_steps_and_reward_parts(env: SQLEnv) -> None:
     env.describe("customer")
     env.answer("3")
@@ -192,3 +187,11 @@ def test_a_new_reset_starts_a_clean_episode(env: SQLEnv, shop: Path) -> None:
 def test_an_argument_named_self_gets_an_actionable_error(env: SQLEnv) -> None:
     with pytest.raises(ValueError, match="describe takes exactly these arguments: table"):
         env.describe(self="x", table="customer")  # type: ignore[call-arg]
+
+
+def test_tools_before_reset_say_no_episode_has_started_and_record_nothing() -> None:
+    env = SQLEnv()
+    for tool in (env.describe, env.sample, env.query, env.answer):
+        with pytest.raises(ValueError, match="No episode has started: call reset"):
+            tool("x")
+    assert env.episode.steps == [] and env.get_reward() == 0.0

@@ -1,17 +1,19 @@
 """The committed built-in dataset (data/builtin): Spider layout, sound gold SQL, a clean
 train/dev split by database, all hardness classes, and byte-for-byte reproducibility by
-make_builtin_data.py."""
+scripts/make_builtin_data.py."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-import make_builtin_data
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import make_builtin_data  # noqa: E402
 
 SPLIT_FILES = ("train_spider.json", "dev.json")
 SPIDER_COLUMN_TYPES = {"text", "number", "time", "boolean", "others"}
@@ -137,7 +139,7 @@ def test_regenerating_gives_identical_data(tmp_path: Path, builtin_data_dir: Pat
     make_builtin_data.build(tmp_path)
     for name in (*SPLIT_FILES, "tables.json"):
         assert (tmp_path / name).read_bytes() == (builtin_data_dir / name).read_bytes(), (
-            f"{name} differs from a fresh build: run `python make_builtin_data.py` and commit data/builtin"
+            f"{name} differs from a fresh build: run `python scripts/make_builtin_data.py` and commit data/builtin"
         )
     for db_id in schemas:
         assert table_contents(database_path(tmp_path, db_id)) == table_contents(database_path(builtin_data_dir, db_id)), db_id

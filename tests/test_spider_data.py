@@ -111,3 +111,25 @@ def test_real_spider_train_split_reproduces_published_hardness_and_reports_gaps(
     skipped = Counter(example.skip_reason for example in split.skipped())
     assert skipped[SkipReason.GOLD_FAILS] == 3
     assert len(split.usable()) > 6500
+
+
+def test_a_file_that_is_not_a_database_is_named_with_its_own_reason(shop_dir: Path) -> None:
+    corrupt = shop_dir / "database" / "broken" / "broken.sqlite"
+    corrupt.parent.mkdir(parents=True)
+    corrupt.write_bytes(b"this is not SQLite" * 100)
+    items = json.loads((shop_dir / "train_spider.json").read_text())
+    items += [{"db_id": "broken", "question": f"Q{n}?", "query": "SELECT 1"} for n in range(3)]
+    (shop_dir / "train_spider.json").write_text(json.dumps(items))
+    split = load_split(shop_dir, "train", progress=False)
+    broken = [example for example in split.examples if example.db_id == "broken"]
+    assert {example.skip_reason for example in broken} == {SkipReason.NOT_A_DATABASE}
+    assert f"unreadable database broken: {corrupt}: SQLite error: file is not a database" in split.summary()
+    assert "database file is not a SQLite database: 3" in split.summary()
+
+
+def test_a_folder_without_databases_is_refused_before_any_work(tmp_path: Path) -> None:
+    from spider_data import check_data_dir
+
+    (tmp_path / "train_spider.json").write_text("[]")
+    with pytest.raises(FileNotFoundError, match="no database/ folder"):
+        check_data_dir(tmp_path)

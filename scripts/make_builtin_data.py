@@ -1,7 +1,7 @@
 """Build the project's own small Spider-format dataset, so every command runs with no download.
 
-    python make_builtin_data.py                      # writes data/builtin beside this script
-    python make_builtin_data.py --out /tmp/builtin   # anywhere else
+    python scripts/make_builtin_data.py                      # writes the repository's data/builtin
+    python scripts/make_builtin_data.py --out /tmp/builtin   # anywhere else
 
 Six invented SQLite databases (four for train, two for dev: the split is by database, as in
 Spider) and a few hundred template-generated questions with gold SQL. The output has Spider's
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "data" / "builtin"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "builtin"
 SPLIT_FILES = {"train": "train_spider.json", "dev": "dev.json"}
 
 # Answers longer than this are a dump of a table, not an answer worth learning to write.

@@ -1,0 +1,33 @@
+"""benchmarks/gpu_backends.py on CPU: its per-step profile is computed from a real (tiny) GRPO run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import train  # noqa: E402,F401  (imports unsloth first, as train.py must)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import gpu_backends  # noqa: E402
+
+
+@pytest.mark.slow
+def test_a_variant_is_profiled_from_a_real_run(tiny_model_dir: Path) -> None:
+    row = gpu_backends.measure_variant("transformers", str(tiny_model_dir), "stop", steps=2, num_generations=2,
+                                       max_completion_length=8, data_dir=None)
+    assert row["steps"] == 2 and row["median_step_s"] > 0
+    assert row["calls"] and all(call["batch"] == 2 and call["new_tokens_max"] <= 8 for call in row["calls"])
+    assert 0 < row["generation_share"] <= 1.5 and row["environment_share"] >= 0
+    assert row["single_turn"]["batch"] == 2 and row["single_turn"]["new_tokens"] == 8
+    assert row["tool_loop_vs_single_turn"] > 0
+
+
+def test_every_variant_is_a_set_of_train_flags() -> None:
+    for flags in gpu_backends.VARIANTS.values():
+        agent, _, _ = train.parse_config(flags)
+        assert isinstance(agent.stop_at_tool_call, bool) and isinstance(agent.decode_graphs, bool)

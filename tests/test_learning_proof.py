@@ -1,0 +1,73 @@
+"""experiments/learning_proof.py: the by-database split, arms that build on each other, results that
+accumulate across invocations, and the report drawn from them (its parts tested directly, on the tiny model)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+import learning_proof  # noqa: E402  (imports train, which imports unsloth first)
+from spider_data import BUILTIN_DATA_DIR, load_split  # noqa: E402
+
+
+def test_the_held_out_list_is_fixed_and_covers_every_class() -> None:
+    names = learning_proof.held_out_databases()
+    assert len(names) == len(set(names)) == 26
+
+
+@pytest.mark.spider
+def test_the_by_database_split_keeps_held_out_databases_out_of_training(spider_path: Path, tmp_path: Path) -> None:
+    data = learning_proof.split_by_database(spider_path, tmp_path, learning_proof.held_out_databases())
+    train_split = load_split(data, "train", progress=False)
+    held_out = load_split(data, "dev", progress=False)
+    assert {example.db_id for example in held_out.examples} == set(learning_proof.held_out_databases())
+    assert not {example.db_id for example in train_split.examples} & set(learning_proof.held_out_databases())
+    assert all(count > 0 for count in held_out.hardness_counts().values())  # every class is represented
+    assert len(held_out.examples) == 624
+
+
+def test_an_arm_whose_start_is_missing_says_which_arm_to_run_first(tmp_path: Path) -> None:
+    scale = learning_proof.SCALES["quick"]
+    with pytest.raises(FileNotFoundError, match="run --arms sft first"):
+        learning_proof.train_argv(learning_proof.ARMS["easy"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 0)
+    mixed_only = learning_proof.ARMS["mixed-only"]
+    assert learning_proof.steps_for(mixed_only, scale) == scale.easy_steps + scale.mixed_steps
+
+
+def test_a_report_of_nothing_yet_says_not_run(tmp_path: Path) -> None:
+    learning_proof.write_report({"runs": {}}, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    report = (tmp_path / "report.md").read_text()
+    assert "| base | not run |" in report and "| no OOM with 6 generations" in report
+
+
+@pytest.mark.slow
+def test_arms_accumulate_across_invocations_and_the_report_shows_them(tiny_model_dir: Path, tmp_path: Path) -> None:
+    common = ["--model", str(tiny_model_dir), "--scale", "quick", "--data-dir", str(BUILTIN_DATA_DIR),
+              "--work", str(tmp_path / "work"), "--results", str(tmp_path / "results.json"),
+              "--report", str(tmp_path / "report.md"), "--seed", "0"]
+    assert learning_proof.main([*common, "--arms", "base", "sft"]) == 0
+    assert learning_proof.main([*common, "--arms", "easy"]) == 0  # starts from the sft arm of the first call
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert sorted(results["runs"]) == ["base/seed0/quick", "easy/seed0/quick", "sft/seed0/quick"]
+    easy = results["runs"]["easy/seed0/quick"]
+    assert any("--start_adapter" in command and "sft-seed0" in command for command in easy["commands"])
+    assert len(easy["curves"]) == 1 and "reward" in easy["curves"][0]
+    assert set(easy["evals"]) == {"heldout", "train_easy"} and easy["evals"]["heldout"]["n"]["overall"] == 2
+    report = (tmp_path / "report.md").read_text()
+    assert "| easy | 0 |" in report and (tmp_path / "learning_proof" / "curves.png").is_file()
+
+
+@pytest.mark.slow
+def test_quick_smoke_run_on_real_smollm2(smollm2_dir: Path, tmp_path: Path) -> None:
+    assert learning_proof.main(["--quick", "--model", str(smollm2_dir), "--work", str(tmp_path),
+                                "--arms", "base", "sft"]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert sorted(results["runs"]) == ["base/seed0/quick", "sft/seed0/quick"]
+    assert (tmp_path / "learning_proof.md").is_file()
