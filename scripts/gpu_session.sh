@@ -12,6 +12,13 @@ set -euo pipefail
 stage=$1; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/m /tmp/lp
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+convert() {  # the 0.5B from its GGUF pieces, once per machine
+  if [ ! -f /tmp/qc/source.json ]; then
+    cat /tmp/m/part.* > /tmp/m/model.gguf
+    python3 models.py fetch qwen2.5-coder-0.5b-instruct --gguf /tmp/m/model.gguf --out /tmp/qc --no-progress \
+      > "$out/convert.log" 2>&1 && echo "converted /tmp/qc"
+  fi
+}
 case "$stage" in
   setup)
     bash .whl/install.sh
@@ -24,10 +31,7 @@ case "$stage" in
     cp ".m/part.$1" /tmp/m/ && ls /tmp/m | tr '\n' ' '
     ;;
   bench)
-    if [ ! -f /tmp/qc/source.json ]; then
-      cat /tmp/m/part.* > /tmp/m/model.gguf
-      python3 models.py fetch qwen2.5-coder-0.5b-instruct --gguf /tmp/m/model.gguf --out /tmp/qc --no-progress
-    fi
+    convert
     # shellcheck disable=SC2086  (the lists are meant to split into words)
     python3 benchmarks/gpu_backends.py --model /tmp/qc --backends ${BACKENDS:-unsloth transformers} \
       --variants ${VARIANTS:-before stop stop+graphs} --transformers-variants stop --steps "${STEPS:-3}" \
@@ -35,11 +39,15 @@ case "$stage" in
     tail -c 6000 "$out/bench.log"
     ;;
   proof)
+    convert
+    [ -f /tmp/lp/results.json ] && cp /tmp/lp/results.json "$out/results.json"
+    # Results go straight to $OUT (rewritten after every arm), so a call cut off by its time limit still
+    # brings back every arm it finished; /tmp/lp keeps them for the next call on this machine.
     # shellcheck disable=SC2086
     python3 experiments/learning_proof.py --model /tmp/qc --data-dir /tmp/spider --work /tmp/lp \
-      --results /tmp/lp/results.json --report /tmp/lp/learning_proof.md --arms "$@" ${PROOF_FLAGS:-} \
+      --results "$out/results.json" --report "$out/learning_proof.md" --arms "$@" ${PROOF_FLAGS:-} \
       > "$out/proof.log" 2>&1 || echo "learning_proof.py exited with $?"
-    cp /tmp/lp/results.json "$out/results.json" 2>/dev/null || true
+    cp "$out/results.json" /tmp/lp/results.json 2>/dev/null || true
     grep -E "^\[proof\]|^\[train\]|^\[sft\]|Error|overall|\{'loss'" "$out/proof.log" | cut -c1-400 | tail -40 || true
     ;;
   *) echo "unknown stage $stage" >&2; exit 2 ;;
