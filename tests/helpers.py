@@ -39,3 +39,14 @@ def shop_row(db_path: Path, question: str, gold_sql: str) -> dict[str, Any]:
         "hardness": "easy",
         "db_id": "shop",
     }
+
+
+# Rows of large results (5,000 rows of each kind): the bag matcher must accept them shuffled and stay near
+# linear; tests/test_verifier.py checks the answers, benchmarks/bench_verifier.py times them.
+LARGE_RESULT_ROWS = {
+    "text_int": lambda i: (f"name {i}", i),
+    "text_float": lambda i: (f"name {i}", i * 1.37),
+    "float": lambda i: (i * 0.5,),
+    "equal_floats": lambda i: (0.5, 1.5),
+    "close_floats": lambda i: (37.7 + (i % 97) * 1e-4, -122.4 + (i % 89) * 1e-4),
+}

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import LARGE_RESULT_ROWS
 from verifier import (
     ANSWER_FORMAT_HELP,
     cell_key,
@@ -368,13 +369,7 @@ def test_cell_matches(predicted, gold, expected):
 # --- large results (their speed: benchmarks/bench_verifier.py) ----------------------------------------------
 
 
-@pytest.mark.parametrize("make_row", [
-    lambda i: (f"name {i}", i),
-    lambda i: (f"name {i}", i * 1.37),
-    lambda i: (i * 0.5,),
-    lambda i: (0.5, 1.5),
-    lambda i: (37.7 + (i % 97) * 1e-4, -122.4 + (i % 89) * 1e-4),
-], ids=["text_int", "text_float", "float", "equal_floats", "close_floats"])
+@pytest.mark.parametrize("make_row", list(LARGE_RESULT_ROWS.values()), ids=list(LARGE_RESULT_ROWS))
 def test_five_thousand_rows_are_matched_as_a_bag(make_row):
     gold = [make_row(i) for i in range(5000)]
     shuffled = random.Random(0).sample(gold, len(gold))
