@@ -157,6 +157,12 @@ def single_token_id(tokenizer: Any, text: str) -> int | None:
     return ids[0] if len(ids) == 1 else None
 
 
+def tool_token_ids(tokenizer: Any) -> list[int]:
+    """The ids of <tool_call> and </tool_call> where each is one token (none where they are text pieces)."""
+    ids = [single_token_id(tokenizer, text) for text in (TOOL_CALL_START, TOOL_CALL_END)]
+    return [token for token in ids if token is not None]
+
+
 def turn_stop_ids(tokenizer: Any, eos_ids: Sequence[int | None]) -> list[int]:
     """Every id that ends a generated turn: the end-of-turn ids given, then ``</tool_call>``."""
     end_of_call = single_token_id(tokenizer, TOOL_CALL_END)

@@ -733,6 +733,57 @@ def allow_unsloth_decode_graphs(model_type: str, enabled: bool = True) -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# Tool-token rows trained by the warm-up, carried into later phases and into eval
+
+# The supervised warm-up trains the rows of <tool_call> and </tool_call> with PEFT's trainable_token_indices
+# (train.py --train_tool_tokens). GRPO cannot keep that wrapper: TRL computes log-probabilities from the LM
+# head's weight directly. So later phases write the rows into the base weights and save them beside their
+# LoRA in this file, and every loader applies them.
+TOOL_TOKEN_ROWS_FILE = "tool_token_rows.safetensors"
+_PEFT_TOKEN_DELTA = ".token_adapter.trainable_tokens_delta"
+
+
+def tool_token_rows(adapter_dir: Path) -> dict[str, torch.Tensor]:
+    """The tool-token rows an adapter folder carries: 'indices', 'embed_tokens' and maybe 'lm_head'; {} if none."""
+    from safetensors.torch import load_file
+
+    adapter_dir = Path(adapter_dir)
+    if (adapter_dir / TOOL_TOKEN_ROWS_FILE).is_file():
+        return load_file(adapter_dir / TOOL_TOKEN_ROWS_FILE)
+    config_path, weights_path = adapter_dir / "adapter_config.json", adapter_dir / "adapter_model.safetensors"
+    if not config_path.is_file() or not weights_path.is_file():
+        return {}
+    indices = json.loads(config_path.read_text(encoding="utf-8")).get("trainable_token_indices") or {}
+    if not isinstance(indices, dict) or not indices:
+        return {}
+    rows: dict[str, torch.Tensor] = {}
+    for key, tensor in load_file(weights_path).items():
+        if key.endswith(_PEFT_TOKEN_DELTA):
+            module = key[: -len(_PEFT_TOKEN_DELTA)].rsplit(".", 1)[-1]  # embed_tokens or lm_head
+            rows[module] = tensor
+            rows["indices"] = torch.tensor(indices[module], dtype=torch.long)
+    return rows
+
+
+def apply_tool_token_rows(model: Any, rows: dict[str, torch.Tensor]) -> None:
+    """Write the rows into the model's input embeddings and, where given and untied, its LM head."""
+    if not rows:
+        return
+    targets = {"embed_tokens": model.get_input_embeddings().weight, "lm_head": model.get_output_embeddings().weight}
+    with torch.no_grad():
+        for module, weight in targets.items():
+            if module in rows:
+                weight[rows["indices"].to(weight.device)] = rows[module].to(weight)
+
+
+def save_tool_token_rows(adapter_dir: Path, rows: dict[str, torch.Tensor]) -> None:
+    from safetensors.torch import save_file
+
+    if rows:
+        save_file({name: tensor.contiguous().cpu() for name, tensor in rows.items()}, Path(adapter_dir) / TOOL_TOKEN_ROWS_FILE)
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # Command line
 
 

@@ -58,7 +58,13 @@ from trl import GRPOConfig, GRPOTrainer, TrlParser  # noqa: E402
 import models  # noqa: E402
 import sft  # noqa: E402
 from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SYSTEM_PROMPT, SQLEnv, max_tool_calls  # noqa: E402
-from chat_format import ModelFolderError, check_model_folder, close_tool_call_turn, install_stop_rule  # noqa: E402
+from chat_format import (  # noqa: E402
+    ModelFolderError,
+    check_model_folder,
+    close_tool_call_turn,
+    install_stop_rule,
+    tool_token_ids,
+)
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, to_grpo_rows  # noqa: E402
 from training_logs import RolloutLogger, plot_training_curves, run_summary  # noqa: E402
@@ -113,6 +119,12 @@ class AgentConfig:
         default=True,
         metadata={"help": "--backend unsloth: replay decode steps with CUDA graphs for Qwen2 models too "
                           "(Unsloth does it for Llama and Qwen3 only)."},
+    )
+    train_tool_tokens: bool = field(
+        default=True,
+        metadata={"help": "--phase sft: also train the embedding (and LM-head) rows of <tool_call> and </tool_call> "
+                          "(a LoRA alone cannot move them; the fetched models start them untrained). Later phases "
+                          "carry the rows in their adapter folder."},
     )
     lora_rank: int = field(default=32, metadata={"help": "LoRA rank, on all linear layers."})
     lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha."})
@@ -516,10 +528,12 @@ def check_outputs(agent: AgentConfig, grpo: GRPOConfig, phase: Phase) -> Path | 
 
 
 def load_model(
-    agent: AgentConfig, grpo: GRPOConfig, start_adapter: Path | None, with_lora: bool = True
+    agent: AgentConfig, grpo: GRPOConfig, start_adapter: Path | None, with_lora: bool = True,
+    train_tokens: bool = False,
 ) -> tuple[Any, Any]:
     """Base model plus a trainable LoRA on all linear layers (or, without, every weight trainable),
-    optionally starting from saved weights."""
+    optionally starting from saved weights. ``train_tokens``: the LoRA also trains the tool-token rows
+    (the warm-up's loop reads them through PEFT's wrapper; GRPO's loss would not, see models.py)."""
     local = agent.embedded or Path(agent.model).is_dir()
     if agent.backend == "unsloth":
         from unsloth import FastLanguageModel
@@ -534,6 +548,7 @@ def load_model(
         model = FastLanguageModel.get_peft_model(
             model, r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
             use_gradient_checkpointing="unsloth" if grpo.gradient_checkpointing else False, random_state=grpo.seed,
+            **tool_token_training(model, tokenizer, train_tokens),
         )
     else:
         from peft import LoraConfig, get_peft_model
@@ -549,22 +564,40 @@ def load_model(
         if not with_lora:
             return model, tokenizer
         lora = LoraConfig(r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
-                          task_type="CAUSAL_LM")
+                          task_type="CAUSAL_LM", **tool_token_training(model, tokenizer, train_tokens))
         model = get_peft_model(model, lora)
-    if start_adapter is not None:
-        load_adapter_weights(model, start_adapter)
+    model.tool_token_rows = load_adapter_weights(model, start_adapter) if start_adapter is not None else {}
     return model, tokenizer
 
 
-def load_adapter_weights(model: Any, adapter_dir: Path) -> None:
-    """Carry a saved LoRA into the fresh, trainable one (same rank and targets)."""
+def tool_token_training(model: Any, tokenizer: Any, enabled: bool) -> dict[str, Any]:
+    """PEFT's trainable_token_indices for the tool-call tags: their rows in the input embeddings and, when it
+    is not tied to them, the LM head. A LoRA changes how hidden states are computed, not what a token's row
+    is; a tag whose row the model never trained (SmolLM2's are new, the Qwen2.5-Coder GGUF's are the shared
+    vector of unused rows) then stays hard to write: SmolLM2 after a LoRA warm-up called no tool on 4 of 4
+    episodes, after a full warm-up on 4 of 4."""
+    ids = tool_token_ids(tokenizer) if enabled else []
+    if not ids:
+        return {}
+    tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    return {"trainable_token_indices": {"embed_tokens": ids} if tied else {"embed_tokens": ids, "lm_head": ids}}
+
+
+def load_adapter_weights(model: Any, adapter_dir: Path) -> dict[str, torch.Tensor]:
+    """Carry a saved LoRA into the fresh, trainable one (same rank and targets), and the tool-token rows it
+    carries into the base weights; returns those rows, for the phase to save beside its own LoRA."""
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    result = set_peft_model_state_dict(model, load_file(adapter_dir / "adapter_model.safetensors"))
+    saved = {key: value for key, value in load_file(adapter_dir / "adapter_model.safetensors").items()
+             if ".token_adapter." not in key}  # the warm-up's token rows go into the base weights below
+    rows = models.tool_token_rows(adapter_dir)
+    models.apply_tool_token_rows(model, rows)
+    result = set_peft_model_state_dict(model, saved)
     unexpected = getattr(result, "unexpected_keys", [])
     if unexpected:
         raise ValueError(f"{adapter_dir} does not fit this model's LoRA (rank/targets differ): {unexpected[:3]}")
+    return rows
 
 
 # -------------------------------------------------------------------------------------------- trainer
@@ -727,7 +760,8 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     if agent.phase == sft.PHASE_NAME:  # the supervised warm-up (sft.py) is not a GRPO phase
         if agent.dry_run:
             return None
-        model, tokenizer = load_model(agent, grpo, None, with_lora=not agent.sft_full_finetune)
+        model, tokenizer = load_model(agent, grpo, None, with_lora=not agent.sft_full_finetune,
+                                      train_tokens=agent.train_tool_tokens)
         return sft.run(agent, grpo, model, tokenizer, explicit)
 
     try:
@@ -780,6 +814,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     if trainer.is_world_process_zero():
         trainer.model.save_pretrained(adapter_dir)
         tokenizer.save_pretrained(adapter_dir)
+        models.save_tool_token_rows(adapter_dir, getattr(model, "tool_token_rows", {}))
         plot_training_curves(trainer.state.log_history, out_dir / "training_curves.png")
         print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
         print(f"[train] {rollout_logger.totals.summary()}", flush=True)

@@ -67,7 +67,10 @@ def load_checkpoint(path: str | Path, *, base_model: str | None = None, device: 
     if kind == "adapter":
         from peft import PeftModel
 
+        from models import apply_tool_token_rows, tool_token_rows
+
         model = PeftModel.from_pretrained(model, str(path)).merge_and_unload()
+        apply_tool_token_rows(model, tool_token_rows(path))  # rows a GRPO phase carried from the warm-up
     has_tokenizer = (path / "tokenizer_config.json").is_file()
     tokenizer = AutoTokenizer.from_pretrained(str(path) if has_tokenizer else source)
     return model.to(device).eval(), tokenizer
@@ -85,12 +88,14 @@ def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tupl
     """Model and tokenizer through Unsloth's fast inference path (CUDA); call import_unsloth() first."""
     from unsloth import FastLanguageModel
 
-    from models import allow_unsloth_decode_graphs
+    from models import allow_unsloth_decode_graphs, apply_tool_token_rows, tool_token_rows
 
     checkpoint_kind(Path(path))
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=str(path), max_seq_length=max_seq_length, load_in_4bit=False, dtype=None
     )
     allow_unsloth_decode_graphs(model.config.model_type)
+    if checkpoint_kind(Path(path)) == "adapter":
+        apply_tool_token_rows(model, tool_token_rows(Path(path)))
     FastLanguageModel.for_inference(model)
     return model, tokenizer

@@ -120,17 +120,39 @@ def test_easy_phase_starts_from_the_sft_adapter(tmp_path: Path) -> None:
     saved = load_file(adapter / "adapter_model.safetensors")
     assert any(tensor.abs().sum() > 0 for name, tensor in saved.items() if "lora_B" in name)  # it trained
     assert (tmp_path / "sft" / "metrics.jsonl").read_text().count("loss") == 1
+    token_rows = {name: tensor for name, tensor in saved.items() if ".token_adapter." in name}
+    lora = {name: tensor for name, tensor in saved.items() if name not in token_rows}
+    assert len(token_rows) == 1  # --train_tool_tokens: the tied tiny Qwen3 trains <tool_call>'s and </tool_call>'s rows
     seen: dict[str, Any] = {}
 
     def capture_and_stop(trainer: Any) -> None:
         seen.update(get_peft_model_state_dict(trainer.model))
+        seen["rows"] = trainer.model.get_input_embeddings().weight[[151657, 151658]].detach().clone()
         raise StopBeforeTraining
 
     with pytest.raises(StopBeforeTraining):
-        train.main(["--phase", "easy", "--model", TINY_MODEL, "--output_dir", str(tmp_path), "--start_adapter", str(adapter),
-                    "--report_to", "none"], before_train=capture_and_stop)
-    assert set(seen) == set(saved)
-    assert all(seen[name].float().allclose(saved[name].float()) for name in saved)
+        train.main(["--phase", "easy", "--model", TINY_MODEL, "--output_dir", str(tmp_path), "--start_adapter",
+                    str(adapter), "--report_to", "none"], before_train=capture_and_stop)
+    rows = seen.pop("rows")
+    assert set(seen) == set(lora)  # GRPO trains the LoRA only; the token rows are in the base weights
+    assert all(seen[name].float().allclose(lora[name].float()) for name in lora)
+    assert rows.float().allclose(next(iter(token_rows.values())).float())
+
+
+def test_a_grpo_phase_carries_the_warm_ups_token_rows_into_its_adapter_and_eval(tmp_path: Path) -> None:
+    import models
+    from eval.checkpoint import load_checkpoint
+
+    sft_adapter = train.main(sft_argv(tmp_path))
+    warm_rows = models.tool_token_rows(sft_adapter)
+    easy = train.main(["--phase", "easy", "--model", TINY_MODEL, "--output_dir", str(tmp_path), "--start_adapter",
+                       str(sft_adapter), "--report_to", "none", "--max_steps", "1", "--num_generations", "2",
+                       "--gradient_accumulation_steps", "2", "--max_completion_length", "8", "--save_strategy", "no"])
+    carried = models.tool_token_rows(easy)
+    assert (easy / models.TOOL_TOKEN_ROWS_FILE).is_file()
+    assert carried["embed_tokens"].float().allclose(warm_rows["embed_tokens"].float())
+    model, _ = load_checkpoint(easy, device="cpu")
+    assert model.get_input_embeddings().weight[carried["indices"]].float().allclose(carried["embed_tokens"].float())
 
 
 def test_full_finetune_saves_a_model_that_later_phases_take_as_model(
