@@ -58,6 +58,9 @@ from tokenizers.models import BPE
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedTokenizerFast, Qwen3Config
 
+from chat_format import END_OF_TURN as IM_END
+from chat_format import TOOL_CALL_END, TOOL_CALL_START, single_token_id
+
 # --------------------------------------------------------------------------------------------------------------------
 # The Qwen3 tokenizer: facts copied from Qwen3's tokenizer.json / tokenizer_config.json
 
@@ -421,8 +424,8 @@ class PretrainedModel:
 
 # Qwen2.5's added tokens are Qwen3's first 22 (ids 151643-151664); Qwen3 added the tool-response and think markers.
 QWEN2_5_ADDED_TOKENS = QWEN3_ADDED_TOKENS[:22]
-IM_START, IM_END, END_OF_TEXT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
-TOOL_CALL_TOKENS = ("<tool_call>", "</tool_call>")
+END_OF_TEXT = "<|endoftext|>"
+TOOL_CALL_TOKENS = (TOOL_CALL_START, TOOL_CALL_END)
 
 
 def qwen2_5_chat_template() -> str:
@@ -447,17 +450,26 @@ def _set_turn_tokens(tokenizer: Any) -> None:
     tokenizer.eos_token, tokenizer.pad_token = IM_END, END_OF_TEXT
 
 
+def _tool_token_pieces(tokenizer: Any) -> list[list[int]]:
+    """The pieces each tool-call tag splits into before it becomes one token (the new rows start from them)."""
+    return [tokenizer.encode(content, add_special_tokens=False) for content in TOOL_CALL_TOKENS]
+
+
+def _rows_from_pieces(tokenizer: Any, pieces: list[list[int]]) -> dict[int, list[int]]:
+    """Each tool-call tag's id, now one token, with the pieces its row starts from."""
+    return {tokenizer.convert_tokens_to_ids(content): piece_ids
+            for content, piece_ids in zip(TOOL_CALL_TOKENS, pieces, strict=True)}
+
+
 def fix_qwen2_5_coder_tokenizer(tokenizer: Any) -> TokenizerFixes:
     """Register Qwen2.5's 22 added tokens at their ids again; eos <|im_end|>, pad <|endoftext|>."""
-    from tokenizers import AddedToken
-
-    pieces = [tokenizer.encode(content, add_special_tokens=False) for content in TOOL_CALL_TOKENS]
+    pieces = _tool_token_pieces(tokenizer)
     tokens = [AddedToken(content, special=special, normalized=False) for content, special in QWEN2_5_ADDED_TOKENS]
     tokenizer.add_tokens(tokens)
     for offset, (content, _) in enumerate(QWEN2_5_ADDED_TOKENS):
         if tokenizer.convert_tokens_to_ids(content) != QWEN3_NUM_BPE_TOKENS + offset:
             raise ModelFetchError(f"{content} is not at id {QWEN3_NUM_BPE_TOKENS + offset} in this GGUF's vocabulary")
-    if len(tokenizer.encode("<tool_call>", add_special_tokens=False)) != 1:
+    if single_token_id(tokenizer, TOOL_CALL_START) is None:
         raise ModelFetchError("<tool_call> still splits into pieces after registering Qwen2.5's added tokens")
     _set_turn_tokens(tokenizer)
     return TokenizerFixes(
@@ -465,15 +477,12 @@ def fix_qwen2_5_coder_tokenizer(tokenizer: Any) -> TokenizerFixes:
                "<tool_call> and </tool_call> rows (untrained in this GGUF: the same vector as the vocabulary's "
                "padding rows) start as the mean of their pieces' rows, in the embeddings and the LM head"],
         eos_ids=[tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(END_OF_TEXT)],
-        new_token_pieces={tokenizer.convert_tokens_to_ids(content): piece_ids
-                          for content, piece_ids in zip(TOOL_CALL_TOKENS, pieces, strict=True)})
+        new_token_pieces=_rows_from_pieces(tokenizer, pieces))
 
 
 def fix_smollm2_tokenizer(tokenizer: Any) -> TokenizerFixes:
     """Qwen2.5's tool template, <tool_call> and </tool_call> as single tokens, eos <|im_end|>, pad <|endoftext|>."""
-    from tokenizers import AddedToken
-
-    pieces = [tokenizer.encode(content, add_special_tokens=False) for content in TOOL_CALL_TOKENS]
+    pieces = _tool_token_pieces(tokenizer)
     tokenizer.add_tokens([AddedToken(content, special=False, normalized=False) for content in TOOL_CALL_TOKENS])
     tokenizer.chat_template = qwen2_5_chat_template()
     _set_turn_tokens(tokenizer)
@@ -482,8 +491,7 @@ def fix_smollm2_tokenizer(tokenizer: Any) -> TokenizerFixes:
                "<tool_call> and </tool_call> added as single tokens, embeddings = mean of their pieces",
                "eos <|im_end|>, pad <|endoftext|>"],
         eos_ids=[tokenizer.convert_tokens_to_ids(IM_END)],
-        new_token_pieces={tokenizer.convert_tokens_to_ids(content): piece_ids
-                          for content, piece_ids in zip(TOOL_CALL_TOKENS, pieces, strict=True)})
+        new_token_pieces=_rows_from_pieces(tokenizer, pieces))
 
 
 def fix_model(model: Any, tokenizer: Any, fixes: TokenizerFixes) -> None:

@@ -566,7 +566,8 @@ def load_model(
         lora = LoraConfig(r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
                           task_type="CAUSAL_LM", **tool_token_training(model, tokenizer, train_tokens))
         model = get_peft_model(model, lora)
-    model.tool_token_rows = load_adapter_weights(model, start_adapter) if start_adapter is not None else {}
+    if start_adapter is not None:
+        load_adapter_weights(model, start_adapter)
     return model, tokenizer
 
 
@@ -574,8 +575,8 @@ def tool_token_training(model: Any, tokenizer: Any, enabled: bool) -> dict[str, 
     """PEFT's trainable_token_indices for the tool-call tags: their rows in the input embeddings and, when it
     is not tied to them, the LM head. A LoRA changes how hidden states are computed, not what a token's row
     is; a tag whose row the model never trained (SmolLM2's are new, the Qwen2.5-Coder GGUF's are the shared
-    vector of unused rows) then stays hard to write: SmolLM2 after a LoRA warm-up called no tool on 4 of 4
-    episodes, after a full warm-up on 4 of 4."""
+    vector of unused rows) then stays hard to write: after the same 6-step LoRA warm-up SmolLM2 called a tool
+    on 0 of 4 dev questions without these rows trained, on 4 of 4 with them."""
     ids = tool_token_ids(tokenizer) if enabled else []
     if not ids:
         return {}
@@ -583,9 +584,9 @@ def tool_token_training(model: Any, tokenizer: Any, enabled: bool) -> dict[str, 
     return {"trainable_token_indices": {"embed_tokens": ids} if tied else {"embed_tokens": ids, "lm_head": ids}}
 
 
-def load_adapter_weights(model: Any, adapter_dir: Path) -> dict[str, torch.Tensor]:
+def load_adapter_weights(model: Any, adapter_dir: Path) -> None:
     """Carry a saved LoRA into the fresh, trainable one (same rank and targets), and the tool-token rows it
-    carries into the base weights; returns those rows, for the phase to save beside its own LoRA."""
+    carries into the base weights."""
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -597,7 +598,6 @@ def load_adapter_weights(model: Any, adapter_dir: Path) -> dict[str, torch.Tenso
     unexpected = getattr(result, "unexpected_keys", [])
     if unexpected:
         raise ValueError(f"{adapter_dir} does not fit this model's LoRA (rank/targets differ): {unexpected[:3]}")
-    return rows
 
 
 # -------------------------------------------------------------------------------------------- trainer
@@ -706,9 +706,9 @@ def embedded_warmup_model(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: s
     """The cached warm-up of the embedded model, trained once on the oracle's episodes if it is missing.
 
     Untrained SmolLM2 never writes a tool call, so GRPO would see groups of equal zero rewards; a few
-    minutes of the supervised warm-up (sft.py) teach it the protocol. It trains every weight: the
-    <tool_call> tokens models.py adds to SmolLM2 have new embedding rows, which a LoRA cannot move
-    (a LoRA warm-up of the same length left SmolLM2 writing no tool call on 4 of 4 dev questions).
+    minutes of the supervised warm-up (sft.py) teach it the protocol. It trains every weight, the new
+    <tool_call> rows models.py adds to SmolLM2 included: a 6-step LoRA warm-up without those rows left it
+    writing no tool call on 4 of 4 dev questions; a full one, describe -> query -> answer on 4 of 4.
     Cached by model, data, prompt and settings; the GRPO phases then train a LoRA on the warmed-up model.
     """
     source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
@@ -814,7 +814,8 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     if trainer.is_world_process_zero():
         trainer.model.save_pretrained(adapter_dir)
         tokenizer.save_pretrained(adapter_dir)
-        models.save_tool_token_rows(adapter_dir, getattr(model, "tool_token_rows", {}))
+        # The rows the start adapter carried into the base weights: saved beside this LoRA for eval and later phases.
+        models.save_tool_token_rows(adapter_dir, models.tool_token_rows(start_adapter) if start_adapter else {})
         plot_training_curves(trainer.state.log_history, out_dir / "training_curves.png")
         print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
         print(f"[train] {rollout_logger.totals.summary()}", flush=True)

@@ -90,12 +90,12 @@ def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tupl
 
     from models import allow_unsloth_decode_graphs, apply_tool_token_rows, tool_token_rows
 
-    checkpoint_kind(Path(path))
+    kind = checkpoint_kind(Path(path))
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=str(path), max_seq_length=max_seq_length, load_in_4bit=False, dtype=None
     )
     allow_unsloth_decode_graphs(model.config.model_type)
-    if checkpoint_kind(Path(path)) == "adapter":
+    if kind == "adapter":
         apply_tool_token_rows(model, tool_token_rows(Path(path)))
     FastLanguageModel.for_inference(model)
     return model, tokenizer

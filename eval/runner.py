@@ -21,7 +21,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from tqdm.auto import tqdm
 
-from agent_env import TOOL_NAMES, DEFAULT_STEP_BUDGET, EpisodeRecord, SQLEnv, StepRecord, max_tool_calls
+from agent_env import (
+    DEFAULT_STEP_BUDGET,
+    TOOL_NAMES,
+    EpisodeRecord,
+    SQLEnv,
+    StepRecord,
+    max_tool_calls,
+    unknown_tool_calls,
+)
 from policies import (
     Policy,
     ToolCall,
@@ -167,7 +175,7 @@ def episode_record(
     example: SpiderExample, messages: list[dict[str, Any]], episode: EpisodeRecord, end: EpisodeEnd
 ) -> QuestionRecord:
     entries = tool_call_entries(messages, episode.steps)
-    unknown = sum(entry.get("unknown_tool", False) for entry in entries)
+    unknown = unknown_tool_calls(messages)
     return QuestionRecord(
         db_id=example.db_id,
         question=example.question,
