@@ -773,6 +773,25 @@ def tool_token_rows(adapter_dir: Path) -> dict[str, torch.Tensor]:
     return rows
 
 
+def bake_trainable_tokens(model: Any) -> int:
+    """Write the rows PEFT's trainable-token wrappers hold into the layers they wrap, and put the plain layers
+    back; returns how many wrappers went.
+
+    A wrapper's ``.weight`` is a merged copy made on every read, and Unsloth's decode reads the LM head's
+    ``.weight`` every step: slow, and a write into it (apply_tool_token_rows) would be lost. Unsloth loads a
+    warm-up adapter with its wrappers in place, so its eval path bakes them first.
+    """
+    wrappers = [(name, module) for name, module in model.named_modules()
+                if type(module).__name__ == "TrainableTokensWrapper"]
+    for name, wrapper in wrappers:
+        layer = wrapper.token_adapter
+        with torch.no_grad():
+            layer.base_layer.weight.copy_(layer.get_merged_weights(layer.active_adapters))
+        parent, _, child = name.rpartition(".")
+        setattr(model.get_submodule(parent), child, layer.base_layer)
+    return len(wrappers)
+
+
 def apply_tool_token_rows(model: Any, rows: dict[str, torch.Tensor]) -> None:
     """Write the rows into the model's input embeddings and, where given and untied, its LM head."""
     if not rows:

@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from agent_env import SQLEnv, tool_methods
-from chat_format import masked_chat_template
+from chat_format import masked_chat_template, tool_token_ids
 from fewshot import FewShotPrompt, build_fewshot_prompt
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
 from spider_data import SpiderExample, load_split, to_grpo_rows
@@ -164,11 +164,22 @@ def _prompted_length(input_ids: list[int], start: int, prompted: list[int]) -> i
 # -------------------------------------------------------------------------------------------- training
 
 
-def assistant_token_loss(model: Any, batch: list[EncodedConversation], pad_id: int) -> tuple[torch.Tensor, int]:
+@dataclass
+class TagLoss:
+    """Summed cross-entropy of the targets that are tool-call tags, and how many there are."""
+
+    loss: float = 0.0
+    count: int = 0
+
+
+def assistant_token_loss(model: Any, batch: list[EncodedConversation], pad_id: int,
+                         tag_ids: Sequence[int] = (), tags: TagLoss | None = None) -> tuple[torch.Tensor, int]:
     """Summed cross-entropy of the assistant tokens of a right-padded batch, and how many there are.
 
     The decoder runs on the whole batch; the LM head only on the hidden states that predict an
-    assistant token, which is most of the saving on a 150k-token vocabulary.
+    assistant token, which is most of the saving on a 150k-token vocabulary. With ``tags``, the loss of
+    the targets in ``tag_ids`` is added to it too: an average loss can be low while the one token that
+    opens a tool call stays unlikely, and then free generation never calls a tool.
     """
     device = next(model.parameters()).device
     longest = max(len(item.input_ids) for item in batch)
@@ -188,8 +199,13 @@ def assistant_token_loss(model: Any, batch: list[EncodedConversation], pad_id: i
         input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), use_cache=False).last_hidden_state
     trained_positions = (targets != IGNORE_INDEX).to(device)
     logits = causal_lm.get_output_embeddings()(hidden[trained_positions])
-    loss = torch.nn.functional.cross_entropy(logits.float(), targets.to(device)[trained_positions], reduction="sum")
-    return loss, int(trained_positions.sum())
+    trained_targets = targets.to(device)[trained_positions]
+    token_losses = torch.nn.functional.cross_entropy(logits.float(), trained_targets, reduction="none")
+    if tags is not None and tag_ids:
+        is_tag = torch.isin(trained_targets, torch.tensor(list(tag_ids), device=device))
+        tags.loss += float(token_losses[is_tag].detach().sum())
+        tags.count += int(is_tag.sum())
+    return token_losses.sum(), int(trained_positions.sum())
 
 
 def warmup_cosine(step: int, *, warmup_steps: int, total_steps: int, floor: float = 0.1) -> float:
@@ -212,8 +228,9 @@ class SFTSettings:
 
 
 def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings, pad_id: int,
-              log: Callable[[dict[str, float]], None]) -> list[dict[str, float]]:
-    """AdamW on the trainable parameters; every optimizer step's mean token loss is logged and returned."""
+              log: Callable[[dict[str, float]], None], tag_ids: Sequence[int] = ()) -> list[dict[str, float]]:
+    """AdamW on the trainable parameters; every optimizer step's mean token loss (and, with ``tag_ids``, the
+    mean loss of the tool-call tags) is logged and returned."""
     parameters = [parameter for parameter in model.parameters() if parameter.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=settings.learning_rate, weight_decay=0.0)
     examples_per_step = settings.batch_size
@@ -234,9 +251,9 @@ def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings
         micro_batches = [picked[start : start + settings.micro_batch_size]
                          for start in range(0, len(picked), settings.micro_batch_size)]
         total_tokens = sum(data[index].trained_tokens for index in picked)
-        step_loss = 0.0
+        step_loss, tags = 0.0, TagLoss()
         for micro in micro_batches:
-            loss, _ = assistant_token_loss(model, [data[index] for index in micro], pad_id)
+            loss, _ = assistant_token_loss(model, [data[index] for index in micro], pad_id, tag_ids, tags)
             (loss / total_tokens).backward()
             step_loss += loss.item()
         grad_norm = torch.nn.utils.clip_grad_norm_(parameters, settings.max_grad_norm)
@@ -246,6 +263,8 @@ def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings
         entry = {"step": step, "epoch": round(step * examples_per_step / len(data), 3),
                  "loss": step_loss / total_tokens, "grad_norm": float(grad_norm),
                  "learning_rate": schedule.get_last_lr()[0], "elapsed_s": round(time.perf_counter() - started, 2)}
+        if tags.count:
+            entry["tool_tag_loss"] = tags.loss / tags.count
         history.append(entry)
         log(entry)
     model.eval()
@@ -296,12 +315,17 @@ def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -
         with metrics_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry) + "\n")
         if entry["step"] == 1 or entry["step"] % max(1, grpo.logging_steps * 10) == 0:
-            print(f"[sft] step {entry['step']} epoch {entry['epoch']:.2f} loss {entry['loss']:.4f}", flush=True)
+            tag = f" tool-tag loss {entry['tool_tag_loss']:.4f}" if "tool_tag_loss" in entry else ""
+            print(f"[sft] step {entry['step']} epoch {entry['epoch']:.2f} loss {entry['loss']:.4f}{tag}", flush=True)
 
     torch.manual_seed(grpo.seed)
-    history = train_sft(model, data, settings, tokenizer.pad_token_id, log)
+    history = train_sft(model, data, settings, tokenizer.pad_token_id, log, tag_ids=tool_token_ids(tokenizer))
     model.save_pretrained(saved_dir)
     tokenizer.save_pretrained(saved_dir)
+    tag_losses = [entry["tool_tag_loss"] for entry in history if "tool_tag_loss" in entry]
+    if tag_losses:  # the probability of writing the tag where the oracle does, at the start and the end
+        print(f"[sft] tool-call tags: loss {tag_losses[0]:.3f} -> {tag_losses[-1]:.3f} (geometric-mean probability "
+              f"{math.exp(-tag_losses[0]):.2f} -> {math.exp(-tag_losses[-1]):.2f})", flush=True)
     print(f"[sft] loss {history[0]['loss']:.4f} -> {history[-1]['loss']:.4f} in {len(history)} steps "
           f"({history[-1]['elapsed_s']:.0f} s); saved {'model' if agent.sft_full_finetune else 'adapter'} to "
           f"{saved_dir}; next: python train.py --phase easy "

@@ -165,7 +165,8 @@ def greedy_graphs_check(trainer: Any, batch: int = 4, new_tokens: int = 96) -> d
 
 
 def measure_variant(backend: str, model: str, variant: str, steps: int, num_generations: int,
-                    max_completion_length: int, data_dir: str | None) -> dict[str, Any]:
+                    max_completion_length: int, data_dir: str | None,
+                    start_adapter: str | None = None) -> dict[str, Any]:
     """A few GRPO steps of train.main with one variant's flags, profiled."""
     import torch
 
@@ -183,6 +184,8 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
     ]
     if data_dir:
         argv += ["--data_dir", data_dir]
+    if start_adapter:  # a warmed-up model, which makes real tool calls: multi-turn steps
+        argv += ["--start_adapter", start_adapter]
     if torch.cuda.is_available():
         argv += ["--bf16", "true"]
         torch.cuda.reset_peak_memory_stats()
@@ -197,7 +200,8 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
     median_step = statistics.median(step_times[1:] or step_times)
     env_seconds = profile.env_seconds - env_before[0]
     row = {
-        "backend": backend, "variant": variant, "model": model, "num_generations": num_generations,
+        "backend": backend, "variant": variant, "model": model, "start_adapter": start_adapter,
+        "num_generations": num_generations,
         "max_completion_length": max_completion_length, "steps": len(step_times),
         "median_step_s": round(median_step, 2),
         "generation_s_per_step": round(generation_per_step, 2),
@@ -234,6 +238,8 @@ def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], 
                str(length), "--variants", *variants]
     if arguments.data_dir:
         command += ["--data-dir", arguments.data_dir]
+    if arguments.start_adapter:
+        command += ["--start-adapter", arguments.start_adapter]
     if backend == "transformers":
         command += ["--backend", "transformers"]  # seen by train.py at import: keeps Unsloth out
     started = time.time()
@@ -277,6 +283,8 @@ def main() -> None:
     parser.add_argument("--num-generations", type=int, default=6)
     parser.add_argument("--max-completion-length", type=int, default=512)
     parser.add_argument("--data-dir", default=None, help="Spider-format folder (default: the built-in data)")
+    parser.add_argument("--start-adapter", default=None,
+                        help="a warm-up adapter (train.py --phase sft) to start from: its model calls tools")
     parser.add_argument("--memory-search", action="store_true", help="try larger settings against the budget")
     parser.add_argument("--memory-budget-gib", type=float, default=22.5, help="an L4's usable memory by default")
     parser.add_argument("--timeout-s", type=int, default=900)
@@ -289,7 +297,8 @@ def main() -> None:
         for variant in arguments.variants:
             try:
                 row = measure_variant(arguments.child, arguments.model, variant, arguments.steps,
-                                      arguments.num_generations, arguments.max_completion_length, arguments.data_dir)
+                                      arguments.num_generations, arguments.max_completion_length, arguments.data_dir,
+                                      arguments.start_adapter)
             except Exception as error:  # one failing variant must not hide the others' numbers
                 row = {"backend": arguments.child, "variant": variant, "error": f"{type(error).__name__}: {error}"}
             print("BENCH_RESULT " + json.dumps(row), flush=True)
@@ -313,6 +322,12 @@ def main() -> None:
         if fast and plain:
             print(f"\n{variant}: plain TRL step time / Unsloth step time = "
                   f"{plain['median_step_s'] / fast['median_step_s']:.2f}x")
+    fastest = {backend: min((row for row in by_key.values() if row["backend"] == backend),
+                            key=lambda row: row["median_step_s"], default=None) for backend in ("unsloth", "transformers")}
+    if fastest["unsloth"] and fastest["transformers"]:
+        fast, plain = fastest["unsloth"], fastest["transformers"]
+        print(f"\nfastest of each: plain TRL ({plain['variant']}) {plain['median_step_s']} s / Unsloth "
+              f"({fast['variant']}) {fast['median_step_s']} s = {plain['median_step_s'] / fast['median_step_s']:.2f}x")
     if arguments.memory_search:
         search_rows = []
         for backend in arguments.backends:

@@ -78,7 +78,7 @@ class Scale:
 
 SCALES = {
     "gpu": Scale(name="gpu", sft_questions=600, sft_epochs=1, sft_batch_size=8, sft_learning_rate=2e-4,
-                 easy_steps=100, mixed_steps=100, ablation_steps=60, grpo_learning_rate=5e-6,
+                 easy_steps=100, mixed_steps=100, ablation_steps=60, grpo_learning_rate=1e-5,
                  max_completion_length=512, eval_train_easy_limit=200, eval_heldout_limit=None,
                  eval_max_new_tokens=256),
     "quick": Scale(name="quick", sft_questions=4, sft_epochs=1, sft_batch_size=2, sft_learning_rate=1e-3,
@@ -105,12 +105,21 @@ def split_by_database(spider_dir: Path, work: Path, held_out: list[str]) -> Path
     data.mkdir(parents=True, exist_ok=True)
     chosen = set(held_out)
     for name, keep in (("train_spider.json", False), ("dev.json", True)):
-        part = [question for question in questions if (question["db_id"] in chosen) == keep]
-        (data / name).write_text(json.dumps(part, indent=1), encoding="utf-8")
+        part = json.dumps([question for question in questions if (question["db_id"] in chosen) == keep], indent=1)
+        target = data / name
+        if not target.is_file() or target.read_text(encoding="utf-8") != part:
+            # Several invocations may share one --work (arms side by side on one GPU): a reader never sees
+            # half a file.
+            temporary = target.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(part, encoding="utf-8")
+            os.replace(temporary, target)
     for name in ("tables.json", "database"):
         link = data / name
         if not link.exists() and (spider_dir / name).exists():
-            link.symlink_to((spider_dir / name).resolve())
+            try:
+                link.symlink_to((spider_dir / name).resolve())
+            except FileExistsError:  # made by an invocation running beside this one
+                pass
     return data
 
 
@@ -439,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None,
                         help="GRPO steps of every arm run now (default: the scale's; the report shows the number run)")
     parser.add_argument("--report-only", action="store_true", help="regenerate the report from the results file")
+    parser.add_argument("--merge", type=Path, nargs="+", default=[], metavar="RESULTS",
+                        help="add the runs of these results files (invocations run side by side) to --results, "
+                             "then write the report")
     arguments = parser.parse_args(argv)
 
     if arguments.quick:
@@ -451,7 +463,15 @@ def main(argv: list[str] | None = None) -> int:
         arguments.report = arguments.work / "learning_proof.md"
     figures_dir = arguments.report.parent / "learning_proof"
     results = load_results(arguments.results)
-    if arguments.report_only:
+    if arguments.merge:
+        for path in arguments.merge:
+            if not path.is_file():
+                parser.error(f"--merge: no results file at {path}")
+            results["runs"].update(load_results(path)["runs"])  # a run measured again replaces the older one
+        save_results(arguments.results, results)
+        print(f"[proof] merged {len(arguments.merge)} results file(s) into {arguments.results}: "
+              f"{len(results['runs'])} runs")
+    if arguments.report_only or arguments.merge:
         write_report(results, arguments.report, figures_dir, arguments.results)
         print(f"[proof] report: {arguments.report}")
         return 0

