@@ -743,53 +743,19 @@ def allow_unsloth_decode_graphs(model_type: str, enabled: bool = True) -> None:
 # --------------------------------------------------------------------------------------------------------------------
 # Tool-token rows trained by the warm-up, carried into later phases and into eval
 
-# The supervised warm-up trains the rows of <tool_call> and </tool_call> with PEFT's trainable_token_indices
-# (train.py --train_tool_tokens). GRPO cannot keep that wrapper: TRL computes log-probabilities from the LM
-# head's weight directly. So later phases write the rows into the base weights and save them beside their
-# LoRA in this file, and every loader applies them.
+# The supervised warm-up trains the rows of <tool_call> and </tool_call> beside its LoRA (sft.ToolTagRows,
+# train.py --train_tool_tokens) and saves them in this file beside the adapter; GRPO phases write them into
+# the base weights (a LoRA cannot hold them) and save the same file beside their own LoRA; every loader
+# applies them.
 TOOL_TOKEN_ROWS_FILE = "tool_token_rows.safetensors"
-_PEFT_TOKEN_DELTA = ".token_adapter.trainable_tokens_delta"
 
 
 def tool_token_rows(adapter_dir: Path) -> dict[str, torch.Tensor]:
     """The tool-token rows an adapter folder carries: 'indices', 'embed_tokens' and maybe 'lm_head'; {} if none."""
     from safetensors.torch import load_file
 
-    adapter_dir = Path(adapter_dir)
-    if (adapter_dir / TOOL_TOKEN_ROWS_FILE).is_file():
-        return load_file(adapter_dir / TOOL_TOKEN_ROWS_FILE)
-    config_path, weights_path = adapter_dir / "adapter_config.json", adapter_dir / "adapter_model.safetensors"
-    if not config_path.is_file() or not weights_path.is_file():
-        return {}
-    indices = json.loads(config_path.read_text(encoding="utf-8")).get("trainable_token_indices") or {}
-    if not isinstance(indices, dict) or not indices:
-        return {}
-    rows: dict[str, torch.Tensor] = {}
-    for key, tensor in load_file(weights_path).items():
-        if key.endswith(_PEFT_TOKEN_DELTA):
-            module = key[: -len(_PEFT_TOKEN_DELTA)].rsplit(".", 1)[-1]  # embed_tokens or lm_head
-            rows[module] = tensor
-            rows["indices"] = torch.tensor(indices[module], dtype=torch.long)
-    return rows
-
-
-def bake_trainable_tokens(model: Any) -> int:
-    """Write the rows PEFT's trainable-token wrappers hold into the layers they wrap, and put the plain layers
-    back; returns how many wrappers went.
-
-    A wrapper's ``.weight`` is a merged copy made on every read, and Unsloth's decode reads the LM head's
-    ``.weight`` every step: slow, and a write into it (apply_tool_token_rows) would be lost. Unsloth loads a
-    warm-up adapter with its wrappers in place, so its eval path bakes them first.
-    """
-    wrappers = [(name, module) for name, module in model.named_modules()
-                if type(module).__name__ == "TrainableTokensWrapper"]
-    for name, wrapper in wrappers:
-        layer = wrapper.token_adapter
-        with torch.no_grad():
-            layer.base_layer.weight.copy_(layer.get_merged_weights(layer.active_adapters))
-        parent, _, child = name.rpartition(".")
-        setattr(model.get_submodule(parent), child, layer.base_layer)
-    return len(wrappers)
+    path = Path(adapter_dir) / TOOL_TOKEN_ROWS_FILE
+    return load_file(path) if path.is_file() else {}
 
 
 def apply_tool_token_rows(model: Any, rows: dict[str, torch.Tensor]) -> None:

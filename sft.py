@@ -44,6 +44,7 @@ import torch
 from agent_env import SQLEnv, tool_methods
 from chat_format import masked_chat_template, tool_token_ids
 from fewshot import FewShotPrompt, build_fewshot_prompt
+from models import save_tool_token_rows
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
 from spider_data import SpiderExample, load_split, to_grpo_rows
 
@@ -164,6 +165,55 @@ def _prompted_length(input_ids: list[int], start: int, prompted: list[int]) -> i
 # -------------------------------------------------------------------------------------------- training
 
 
+# Above this tool-tag loss (probability 0.5) free generation rarely opens a tool call: the Qwen2.5-Coder 0.5B
+# ended its H200 warm-ups at 1.6 (probability 0.20) and wrote no parseable call in 614 held-out episodes.
+TAG_LOSS_WARNING = math.log(2)
+
+
+class ToolTagRows(torch.nn.Module):
+    """The embedding and LM-head rows of the tool-call tags, trained by the warm-up beside the LoRA.
+
+    A LoRA changes how hidden states are computed, not what a token's row is, and the fetched models
+    start these rows untrained (SmolLM2's are new; the Qwen2.5-Coder GGUF's were the vector of its unused
+    rows): a probability of about 0.0006 for writing ``<tool_call>`` where the oracle does. PEFT's
+    ``trainable_token_indices`` fixed that under plain transformers (tag loss 7.4 -> 0.0006 in 10 steps on
+    the H200) and not under Unsloth (7.4 -> 1.6 whatever the learning rate: the LoRA's doing alone), so the
+    warm-up trains the rows itself, the same way on both backends: its own parameters, read in place of the
+    frozen rows on the way in (``embed``) and on the way out (``logits``); under Unsloth on the H200 that
+    took the tag loss 7.5 -> 0.002 in 10 steps. Tied embeddings share one set.
+    They are saved as ``tool_token_rows.safetensors`` beside the adapter, which every loader applies.
+    """
+
+    def __init__(self, model: Any, token_ids: Sequence[int]) -> None:
+        super().__init__()
+        embeddings, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
+        self.tied = head.data_ptr() == embeddings.data_ptr()
+        self.register_buffer("indices", torch.tensor(list(token_ids), dtype=torch.long, device=embeddings.device))
+        # float32 copies: AdamW steps on bf16 rows would lose most of their bits
+        self.embed_rows = torch.nn.Parameter(embeddings.detach()[self.indices].float().clone())
+        self.head_rows = None if self.tied else torch.nn.Parameter(head.detach()[self.indices].float().clone())
+
+    def embed(self, embeddings: Any, input_ids: torch.Tensor) -> torch.Tensor:
+        """Input embeddings with the tags' rows taken from these parameters (differentiable)."""
+        frozen = embeddings(input_ids)
+        which = (input_ids.unsqueeze(-1) == self.indices).to(frozen.dtype)  # one-hot over the tags, 0 elsewhere
+        from_rows = which @ self.embed_rows.to(frozen.dtype)
+        return torch.where(which.sum(-1, keepdim=True) > 0, from_rows, frozen)
+
+    def logits(self, head: Any, hidden: torch.Tensor) -> torch.Tensor:
+        """LM-head logits with the tags' columns computed from these parameters (differentiable)."""
+        rows = self.embed_rows if self.head_rows is None else self.head_rows
+        tag_logits = hidden @ rows.to(hidden.dtype).T
+        return head(hidden).index_copy(-1, self.indices, tag_logits)
+
+    def saved_rows(self) -> dict[str, torch.Tensor]:
+        """The rows in models.save_tool_token_rows' layout (the LM head's only when untied)."""
+        rows = {"indices": self.indices.cpu(), "embed_tokens": self.embed_rows.detach().cpu()}
+        if self.head_rows is not None:
+            rows["lm_head"] = self.head_rows.detach().cpu()
+        return rows
+
+
 @dataclass
 class TagLoss:
     """Summed cross-entropy of the targets that are tool-call tags, and how many there are."""
@@ -173,13 +223,15 @@ class TagLoss:
 
 
 def assistant_token_loss(model: Any, batch: list[EncodedConversation], pad_id: int,
-                         tag_ids: Sequence[int] = (), tags: TagLoss | None = None) -> tuple[torch.Tensor, int]:
+                         tag_ids: Sequence[int] = (), tags: TagLoss | None = None,
+                         tag_rows: ToolTagRows | None = None) -> tuple[torch.Tensor, int]:
     """Summed cross-entropy of the assistant tokens of a right-padded batch, and how many there are.
 
     The decoder runs on the whole batch; the LM head only on the hidden states that predict an
     assistant token, which is most of the saving on a 150k-token vocabulary. With ``tags``, the loss of
     the targets in ``tag_ids`` is added to it too: an average loss can be low while the one token that
-    opens a tool call stays unlikely, and then free generation never calls a tool.
+    opens a tool call stays unlikely, and then free generation never calls a tool. With ``tag_rows``, the
+    tags' rows come from those parameters.
     """
     device = next(model.parameters()).device
     longest = max(len(item.input_ids) for item in batch)
@@ -195,10 +247,16 @@ def assistant_token_loss(model: Any, batch: list[EncodedConversation], pad_id: i
         trained = torch.tensor(item.is_assistant[1:])
         targets[row, : length - 1] = torch.where(trained, next_tokens, torch.full_like(next_tokens, IGNORE_INDEX))
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model  # through a PEFT wrapper
-    hidden = causal_lm.get_decoder()(
-        input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), use_cache=False).last_hidden_state
+    input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
+    if tag_rows is None:
+        hidden = causal_lm.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
+                                         use_cache=False).last_hidden_state
+    else:
+        hidden = causal_lm.get_decoder()(inputs_embeds=tag_rows.embed(causal_lm.get_input_embeddings(), input_ids),
+                                         attention_mask=attention_mask, use_cache=False).last_hidden_state
     trained_positions = (targets != IGNORE_INDEX).to(device)
-    logits = causal_lm.get_output_embeddings()(hidden[trained_positions])
+    head = causal_lm.get_output_embeddings()
+    logits = head(hidden[trained_positions]) if tag_rows is None else tag_rows.logits(head, hidden[trained_positions])
     trained_targets = targets.to(device)[trained_positions]
     token_losses = torch.nn.functional.cross_entropy(logits.float(), trained_targets, reduction="none")
     if tags is not None and tag_ids:
@@ -228,10 +286,13 @@ class SFTSettings:
 
 
 def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings, pad_id: int,
-              log: Callable[[dict[str, float]], None], tag_ids: Sequence[int] = ()) -> list[dict[str, float]]:
-    """AdamW on the trainable parameters; every optimizer step's mean token loss (and, with ``tag_ids``, the
-    mean loss of the tool-call tags) is logged and returned."""
+              log: Callable[[dict[str, float]], None], tag_ids: Sequence[int] = (),
+              tag_rows: ToolTagRows | None = None) -> list[dict[str, float]]:
+    """AdamW on the trainable parameters (and ``tag_rows``); every optimizer step's mean token loss (and, with
+    ``tag_ids``, the mean loss of the tool-call tags) is logged and returned."""
     parameters = [parameter for parameter in model.parameters() if parameter.requires_grad]
+    if tag_rows is not None:
+        parameters += list(tag_rows.parameters())
     optimizer = torch.optim.AdamW(parameters, lr=settings.learning_rate, weight_decay=0.0)
     examples_per_step = settings.batch_size
     total_steps = max(1, math.ceil(len(data) * settings.epochs / examples_per_step))
@@ -253,7 +314,7 @@ def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings
         total_tokens = sum(data[index].trained_tokens for index in picked)
         step_loss, tags = 0.0, TagLoss()
         for micro in micro_batches:
-            loss, _ = assistant_token_loss(model, [data[index] for index in micro], pad_id, tag_ids, tags)
+            loss, _ = assistant_token_loss(model, [data[index] for index in micro], pad_id, tag_ids, tags, tag_rows)
             (loss / total_tokens).backward()
             step_loss += loss.item()
         grad_norm = torch.nn.utils.clip_grad_norm_(parameters, settings.max_grad_norm)
@@ -272,6 +333,17 @@ def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings
 
 
 # ------------------------------------------------------------------------------------------------ main
+
+
+def onto_gpu(model: Any) -> Any:
+    """The model on the GPU where there is one. GRPO's Trainer places the model itself; this loop does not,
+    and transformers loads onto the CPU: on the H200 the warm-up with --backend transformers ran there
+    (fewer than 20 steps of 8 episodes in 8 minutes). A quantized or device-mapped model stays where its
+    loader put it."""
+    placed = getattr(model, "is_loaded_in_4bit", False) or getattr(model, "hf_device_map", None)
+    if torch.cuda.is_available() and not placed and next(model.parameters()).device.type == "cpu":
+        return model.to("cuda")
+    return model
 
 
 def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -> Path:
@@ -319,13 +391,25 @@ def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -
             print(f"[sft] step {entry['step']} epoch {entry['epoch']:.2f} loss {entry['loss']:.4f}{tag}", flush=True)
 
     torch.manual_seed(grpo.seed)
-    history = train_sft(model, data, settings, tokenizer.pad_token_id, log, tag_ids=tool_token_ids(tokenizer))
+    model = onto_gpu(model)
+    tag_ids = tool_token_ids(tokenizer)
+    # A full fine-tune trains every row already; a LoRA needs the tags' rows trained beside it.
+    tag_rows = (ToolTagRows(model, tag_ids) if agent.train_tool_tokens and tag_ids and not agent.sft_full_finetune
+                else None)
+    history = train_sft(model, data, settings, tokenizer.pad_token_id, log, tag_ids=tag_ids, tag_rows=tag_rows)
     model.save_pretrained(saved_dir)
     tokenizer.save_pretrained(saved_dir)
+    if tag_rows is not None:
+        save_tool_token_rows(saved_dir, tag_rows.saved_rows())
     tag_losses = [entry["tool_tag_loss"] for entry in history if "tool_tag_loss" in entry]
     if tag_losses:  # the probability of writing the tag where the oracle does, at the start and the end
         print(f"[sft] tool-call tags: loss {tag_losses[0]:.3f} -> {tag_losses[-1]:.3f} (geometric-mean probability "
               f"{math.exp(-tag_losses[0]):.2f} -> {math.exp(-tag_losses[-1]):.2f})", flush=True)
+        if tag_losses[-1] > TAG_LOSS_WARNING:
+            print(f"[sft] WARNING: the model still writes a tool-call tag where the oracle does with probability "
+                  f"{math.exp(-tag_losses[-1]):.2f}: greedy or sampled episodes will rarely call a tool, and GRPO "
+                  "gets no reward to learn from. Train longer or with a higher --learning_rate, and keep "
+                  "--train_tool_tokens on.", flush=True)
     print(f"[sft] loss {history[0]['loss']:.4f} -> {history[-1]['loss']:.4f} in {len(history)} steps "
           f"({history[-1]['elapsed_s']:.0f} s); saved {'model' if agent.sft_full_finetune else 'adapter'} to "
           f"{saved_dir}; next: python train.py --phase easy "

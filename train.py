@@ -63,7 +63,6 @@ from chat_format import (  # noqa: E402
     check_model_folder,
     close_tool_call_turn,
     install_stop_rule,
-    tool_token_ids,
 )
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, to_grpo_rows  # noqa: E402
@@ -123,8 +122,8 @@ class AgentConfig:
     train_tool_tokens: bool = field(
         default=True,
         metadata={"help": "--phase sft: also train the embedding (and LM-head) rows of <tool_call> and </tool_call> "
-                          "(a LoRA alone cannot move them; the fetched models start them untrained). Later phases "
-                          "carry the rows in their adapter folder."},
+                          "(a LoRA alone cannot move them; the fetched models start them untrained). They are saved "
+                          "beside the adapter (tool_token_rows.safetensors); later phases and eval carry them."},
     )
     lora_rank: int = field(default=32, metadata={"help": "LoRA rank, on all linear layers."})
     lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha."})
@@ -529,11 +528,9 @@ def check_outputs(agent: AgentConfig, grpo: GRPOConfig, phase: Phase) -> Path | 
 
 def load_model(
     agent: AgentConfig, grpo: GRPOConfig, start_adapter: Path | None, with_lora: bool = True,
-    train_tokens: bool = False,
 ) -> tuple[Any, Any]:
     """Base model plus a trainable LoRA on all linear layers (or, without, every weight trainable),
-    optionally starting from saved weights. ``train_tokens``: the LoRA also trains the tool-token rows
-    (the warm-up's loop reads them through PEFT's wrapper; GRPO's loss would not, see models.py)."""
+    optionally starting from saved weights (a LoRA and the tool-tag rows beside it)."""
     local = agent.embedded or Path(agent.model).is_dir()
     if agent.backend == "unsloth":
         from unsloth import FastLanguageModel
@@ -548,7 +545,6 @@ def load_model(
         model = FastLanguageModel.get_peft_model(
             model, r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
             use_gradient_checkpointing="unsloth" if grpo.gradient_checkpointing else False, random_state=grpo.seed,
-            **tool_token_training(model, tokenizer, train_tokens),
         )
     else:
         from peft import LoraConfig, get_peft_model
@@ -564,24 +560,11 @@ def load_model(
         if not with_lora:
             return model, tokenizer
         lora = LoraConfig(r=agent.lora_rank, lora_alpha=agent.lora_alpha, target_modules=LORA_TARGET_MODULES,
-                          task_type="CAUSAL_LM", **tool_token_training(model, tokenizer, train_tokens))
+                          task_type="CAUSAL_LM")
         model = get_peft_model(model, lora)
     if start_adapter is not None:
         load_adapter_weights(model, start_adapter)
     return model, tokenizer
-
-
-def tool_token_training(model: Any, tokenizer: Any, enabled: bool) -> dict[str, Any]:
-    """PEFT's trainable_token_indices for the tool-call tags: their rows in the input embeddings and, when it
-    is not tied to them, the LM head. A LoRA changes how hidden states are computed, not what a token's row
-    is; a tag whose row the model never trained (SmolLM2's are new, the Qwen2.5-Coder GGUF's are the shared
-    vector of unused rows) then stays hard to write: after the same 6-step LoRA warm-up SmolLM2 called a tool
-    on 0 of 4 dev questions without these rows trained, on 4 of 4 with them."""
-    ids = tool_token_ids(tokenizer) if enabled else []
-    if not ids:
-        return {}
-    tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
-    return {"trainable_token_indices": {"embed_tokens": ids} if tied else {"embed_tokens": ids, "lm_head": ids}}
 
 
 def load_adapter_weights(model: Any, adapter_dir: Path) -> None:
@@ -590,8 +573,7 @@ def load_adapter_weights(model: Any, adapter_dir: Path) -> None:
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    saved = {key: value for key, value in load_file(adapter_dir / "adapter_model.safetensors").items()
-             if ".token_adapter." not in key}  # the warm-up's token rows go into the base weights below
+    saved = load_file(adapter_dir / "adapter_model.safetensors")
     rows = models.tool_token_rows(adapter_dir)
     models.apply_tool_token_rows(model, rows)
     result = set_peft_model_state_dict(model, saved)
@@ -760,8 +742,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     if agent.phase == sft.PHASE_NAME:  # the supervised warm-up (sft.py) is not a GRPO phase
         if agent.dry_run:
             return None
-        model, tokenizer = load_model(agent, grpo, None, with_lora=not agent.sft_full_finetune,
-                                      train_tokens=agent.train_tool_tokens)
+        model, tokenizer = load_model(agent, grpo, None, with_lora=not agent.sft_full_finetune)
         return sft.run(agent, grpo, model, tokenizer, explicit)
 
     try:

@@ -70,7 +70,7 @@ def load_checkpoint(path: str | Path, *, base_model: str | None = None, device: 
         from models import apply_tool_token_rows, tool_token_rows
 
         model = PeftModel.from_pretrained(model, str(path)).merge_and_unload()
-        apply_tool_token_rows(model, tool_token_rows(path))  # rows a GRPO phase carried from the warm-up
+        apply_tool_token_rows(model, tool_token_rows(path))  # the warm-up's tag rows, carried by every phase
     has_tokenizer = (path / "tokenizer_config.json").is_file()
     tokenizer = AutoTokenizer.from_pretrained(str(path) if has_tokenizer else source)
     return model.to(device).eval(), tokenizer
@@ -88,7 +88,7 @@ def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tupl
     """Model and tokenizer through Unsloth's fast inference path (CUDA); call import_unsloth() first."""
     from unsloth import FastLanguageModel
 
-    from models import allow_unsloth_decode_graphs, apply_tool_token_rows, bake_trainable_tokens, tool_token_rows
+    from models import allow_unsloth_decode_graphs, apply_tool_token_rows, tool_token_rows
 
     kind = checkpoint_kind(Path(path))
     model, tokenizer = FastLanguageModel.from_pretrained(
@@ -96,7 +96,6 @@ def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tupl
     )
     allow_unsloth_decode_graphs(model.config.model_type)
     if kind == "adapter":
-        bake_trainable_tokens(model)  # a warm-up adapter's tag rows, into the weights Unsloth's decode reads
         apply_tool_token_rows(model, tool_token_rows(Path(path)))
     FastLanguageModel.for_inference(model)
     return model, tokenizer

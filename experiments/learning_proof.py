@@ -23,6 +23,10 @@ Results accumulate in ``--results`` (default docs/learning_proof/results.json, c
 arm and seed, with the exact commands, wall time, eval summaries and per-step curves, so the arms can be
 run across device calls and sessions. Arms that start from another arm's adapter find it under
 ``--work`` (keep it between calls). The report (docs/learning_proof.md) is regenerated after every arm.
+Arms that do not depend on each other can run side by side on one GPU, each invocation with its own
+``--results`` file, sharing ``--work`` (scripts/gpu_session.sh ``start``/``watch``); then
+``--merge results-*.json`` gathers them into the committed file. An invocation stops after an ``sft`` arm
+whose model made no tool call in any held-out episode: GRPO from it would see only zero rewards.
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ class Scale:
 
 
 SCALES = {
-    "gpu": Scale(name="gpu", sft_questions=600, sft_epochs=1, sft_batch_size=8, sft_learning_rate=2e-4,
+    "gpu": Scale(name="gpu", sft_questions=600, sft_epochs=1, sft_batch_size=8, sft_learning_rate=1e-3,
                  easy_steps=100, mixed_steps=100, ablation_steps=60, grpo_learning_rate=1e-5,
                  max_completion_length=512, eval_train_easy_limit=200, eval_heldout_limit=None,
                  eval_max_new_tokens=256),
@@ -493,6 +497,12 @@ def main(argv: list[str] | None = None) -> int:
         write_report(results, arguments.report, figures_dir, arguments.results)
         print(f"[proof] {name} seed {arguments.seed}: {entry['seconds']:.0f} s; held-out accuracy "
               f"{entry['evals']['heldout']['accuracy']['overall']}", flush=True)
+        later = arguments.arms[arguments.arms.index(name) + 1:]
+        if name == "sft" and later and not entry["evals"]["heldout"]["mean_steps"]:
+            # GRPO from a model that never calls a tool sees the same zero reward in every group: nothing to learn.
+            print(f"[proof] the warm-up's model made no tool call in any held-out episode; not running "
+                  f"{' '.join(later)} (see the [sft] tool-call tags line of its log)", flush=True)
+            return 1
     return 0
 
 

@@ -71,3 +71,41 @@ def test_quick_smoke_run_on_real_smollm2(smollm2_dir: Path, tmp_path: Path) -> N
     results = json.loads((tmp_path / "results.json").read_text())
     assert sorted(results["runs"]) == ["base/seed0/quick", "sft/seed0/quick"]
     assert (tmp_path / "learning_proof.md").is_file()
+
+
+def test_grpo_arms_are_not_run_after_a_warm_up_whose_model_never_calls_a_tool(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+
+    def fake_arm(arm, scale, model, data, work, seed):  # noqa: ANN001, ANN202 (learning_proof.run_arm's shape)
+        ran.append(arm.name)
+        steps = 0.0 if arm.name == "sft" else 2.5
+        return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
+                "evals": {"heldout": {"accuracy": {"overall": 0.0}, "mean_steps": steps}}}
+
+    monkeypatch.setattr(learning_proof, "run_arm", fake_arm)
+    monkeypatch.setattr(learning_proof, "write_report", lambda *args: None)
+    common = ["--model", str(tmp_path), "--data-dir", str(BUILTIN_DATA_DIR), "--work", str(tmp_path / "work"),
+              "--results", str(tmp_path / "results.json"), "--report", str(tmp_path / "report.md")]
+    assert learning_proof.main([*common, "--arms", "sft", "easy", "mixed"]) == 1
+    assert ran == ["sft"]  # easy and mixed would have had the same zero reward in every group
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert list(saved["runs"]) == ["sft/seed0/gpu"]  # the warm-up's own measurement is kept
+    assert learning_proof.main([*common, "--arms", "base", "easy"]) == 0 and ran[1:] == ["base", "easy"]
+
+
+def test_results_of_side_by_side_invocations_merge_into_one_file(tmp_path: Path) -> None:
+    measured = json.loads(learning_proof.DEFAULT_RESULTS.read_text())["runs"]["base/seed0/gpu"]  # a real entry
+    for name, arm in (("a", "sft"), ("b", "no-sft")):
+        learning_proof.save_results(tmp_path / f"results-{name}.json",
+                                    {"runs": {f"{arm}/seed0/gpu": dict(measured, arm=arm)}})
+    merged = tmp_path / "results.json"
+    learning_proof.save_results(merged, {"runs": {"base/seed0/gpu": measured}, "notes": "kept"})
+    argv = ["--results", str(merged), "--report", str(tmp_path / "report.md"), "--merge",
+            str(tmp_path / "results-a.json"), str(tmp_path / "results-b.json")]
+    assert learning_proof.main(argv) == 0
+    results = json.loads(merged.read_text())
+    assert sorted(results["runs"]) == ["base/seed0/gpu", "no-sft/seed0/gpu", "sft/seed0/gpu"]
+    assert results["notes"] == "kept" and "| no-sft | 0.0% (n=1)" in (tmp_path / "report.md").read_text()
+    with pytest.raises(SystemExit):
+        learning_proof.main([*argv[:4], "--merge", str(tmp_path / "missing.json")])
