@@ -6,8 +6,8 @@ in eval (greedy) and in GRPO (sampled). This separates the candidate causes in o
 
 1. the tokenizer Unsloth returns: are <tool_call>/</tool_call> special there (decode would drop them)?
    does TRL's parser read a tool call with it?
-2. does the adapter reach generation at all: the first generated token's top-5 for the base and the
-   adapter, the adapter with Unsloth's decode graphs allowed for Qwen2 and not;
+2. does the adapter reach generation at all (loaded as eval loads it, with the warm-up's tag rows): the
+   first generated token's top-5 for the base and the adapter, with Unsloth's decode graphs for Qwen2 and not;
 3. greedy completions of two held-out questions, graphs on and off, raw ids and both decodings.
 """
 
@@ -21,7 +21,7 @@ os.environ.setdefault("UNSLOTH_DECODE_CUDA_GRAPHS", "1")
 import unsloth  # noqa: E402,F401
 
 import torch  # noqa: E402
-from unsloth import FastLanguageModel  # noqa: E402
+from eval.checkpoint import load_with_unsloth  # noqa: E402
 
 import models  # noqa: E402
 from agent_env import SQLEnv, tool_methods  # noqa: E402
@@ -48,9 +48,7 @@ def first_token_top5(model, tokenizer, ids: list[int]) -> list[tuple[int, str, f
 
 def main(base: str, adapter: str, data_dir: str = "/tmp/lp/data") -> None:
     for name in (base, adapter):
-        model, tokenizer = FastLanguageModel.from_pretrained(model_name=name, max_seq_length=4096, dtype=None,
-                                                             load_in_4bit=False)
-        FastLanguageModel.for_inference(model)
+        model, tokenizer = load_with_unsloth(name, max_seq_length=4096)  # as eval loads it: tag rows applied
         token = tokenizer.added_tokens_decoder.get(151657)
         print(f"== {name}: {type(tokenizer).__name__}, <tool_call> {token!r} special={getattr(token, 'special', None)}")
         prepare_tokenizer(tokenizer)
