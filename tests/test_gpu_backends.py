@@ -31,3 +31,17 @@ def test_every_variant_is_a_set_of_train_flags() -> None:
     for flags in gpu_backends.VARIANTS.values():
         agent, _, _ = train.parse_config(flags)
         assert isinstance(agent.stop_at_tool_call, bool) and isinstance(agent.decode_graphs, bool)
+
+
+@pytest.mark.slow
+def test_a_variant_starts_from_a_warm_up_adapter(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """--start-adapter: the benchmark's steps start from a warm-up, whose model makes real tool calls."""
+    adapter = train.main(["--phase", "sft", "--model", str(tiny_model_dir), "--output_dir", str(tmp_path),
+                          "--max_questions", "2", "--sft_epochs", "1", "--sft_batch_size", "2", "--report_to", "none"])
+    row = gpu_backends.measure_variant("transformers", str(tiny_model_dir), "stop", steps=1, num_generations=2,
+                                       max_completion_length=8, data_dir=None, start_adapter=str(adapter))
+    assert row["start_adapter"] == str(adapter) and row["steps"] == 1
+    # a wrong path is train.py's clear error, not a silent run from the base model
+    with pytest.raises(train.SetupError, match="no adapter_model.safetensors there"):
+        gpu_backends.measure_variant("transformers", str(tiny_model_dir), "stop", steps=1, num_generations=2,
+                                     max_completion_length=8, data_dir=None, start_adapter=str(tmp_path / "none"))
