@@ -151,7 +151,6 @@ def test_easy_phase_starts_from_the_sft_adapter(tmp_path: Path) -> None:
     assert set(token_rows) == {"indices", "embed_tokens"}  # the tiny Qwen3 is tied: one set of rows
     start = load_file(Path(TINY_MODEL) / "model.safetensors")["model.embed_tokens.weight"][[151657, 151658]]
     assert not token_rows["embed_tokens"].float().allclose(start.float())  # they trained
-    lora = saved
     seen: dict[str, Any] = {}
 
     def capture_and_stop(trainer: Any) -> None:
@@ -163,8 +162,8 @@ def test_easy_phase_starts_from_the_sft_adapter(tmp_path: Path) -> None:
         train.main(["--phase", "easy", "--model", TINY_MODEL, "--output_dir", str(tmp_path), "--start_adapter",
                     str(adapter), "--report_to", "none"], before_train=capture_and_stop)
     rows = seen.pop("rows")
-    assert set(seen) == set(lora)  # GRPO trains the LoRA only; the token rows are in the base weights
-    assert all(seen[name].float().allclose(lora[name].float()) for name in lora)
+    assert set(seen) == set(saved)  # GRPO trains the LoRA only; the token rows are in the base weights
+    assert all(seen[name].float().allclose(saved[name].float()) for name in saved)
     assert rows.float().allclose(token_rows["embed_tokens"].float(), atol=1e-2)  # bf16 or float32 base weights
 
 
