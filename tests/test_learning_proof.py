@@ -41,6 +41,23 @@ def test_an_arm_whose_start_is_missing_says_which_arm_to_run_first(tmp_path: Pat
     assert learning_proof.steps_for(mixed_only, scale) == scale.easy_steps + scale.mixed_steps
 
 
+def test_every_gpu_step_holds_whole_groups_of_several_prompts_and_the_cpu_keeps_train_pys_own() -> None:
+    gpu, quick = learning_proof.SCALES["gpu"], learning_proof.SCALES["quick"]
+    cases = {("easy", gpu): ["--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "6"],
+             ("ng4", gpu): ["--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "4"],
+             ("easy", quick): [],
+             ("ng4", quick): ["--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "4"]}
+    for (arm, scale), expected in cases.items():
+        assert learning_proof.group_argv(learning_proof.ARMS[arm], scale) == expected, (arm, scale.name)
+    # train.py accepts them: 4 prompts x 6 completions, and 4 x 4 with 4 generations
+    import train
+
+    for flags in (cases[("easy", gpu)], ["--num_generations", "4", *cases[("ng4", gpu)]]):
+        _, grpo, _ = train.parse_config(["--output_dir", "/tmp/unused", *flags])
+        batch = grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps
+        assert batch // grpo.num_generations == 4 and batch % grpo.num_generations == 0
+
+
 def test_a_report_of_nothing_yet_says_not_run(tmp_path: Path) -> None:
     learning_proof.write_report({"runs": {}}, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
     report = (tmp_path / "report.md").read_text()
