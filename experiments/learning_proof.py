@@ -1,6 +1,6 @@
 """Does the trainer break the plateau? The plan's verification list, arm by arm, on a real model.
 
-    python experiments/learning_proof.py --model /tmp/qc --arms base sft easy mixed --seed 0   # the main line
+    python experiments/learning_proof.py --model /tmp/qc --arms base sft easy mixed --seeds 0 1 2   # the main line
     python experiments/learning_proof.py --model /tmp/qc --arms ng4 no-penalty no-fewshot --seed 0
     python experiments/learning_proof.py --model /tmp/qc --arms mixed-only no-sft --seed 0
     python experiments/learning_proof.py --report-only          # redraw docs/learning_proof.md from the results
@@ -23,10 +23,12 @@ Results accumulate in ``--results`` (default docs/learning_proof/results.json, c
 arm and seed, with the exact commands, wall time, eval summaries and per-step curves, so the arms can be
 run across device calls and sessions. Arms that start from another arm's adapter find it under
 ``--work`` (keep it between calls). The report (docs/learning_proof.md) is regenerated after every arm.
-Arms that do not depend on each other can run side by side on one GPU, each invocation with its own
-``--results`` file, sharing ``--work`` (scripts/gpu_session.sh ``start``/``watch``); then
-``--merge results-*.json`` gathers them into the committed file. An invocation stops after an ``sft`` arm
-whose model made no tool call in any held-out episode: GRPO from it would see only zero rewards.
+With several ``--seeds``, arms run one after another, arm by arm (every seed's warm-up, then every
+seed's easy phase, ...), one GPU process at a time: on the H200, three warm-ups' held-out evals side by side
+(614 questions) played 0.9-1.4 questions a second each; one eval alone played 4.5 a second. Invocations that do run side by side (each with its
+own ``--results`` file, sharing ``--work``) are gathered with ``--merge results-*.json``. A seed whose
+``sft`` warm-up made no tool call in any held-out episode gets no later arms: GRPO from it would see only
+zero rewards.
 """
 
 from __future__ import annotations
@@ -305,9 +307,20 @@ def _cell(values: list[float | None], *, percent: bool = True) -> str:
     mean, spread = _mean_spread(values)
     if mean is None:
         return "not run"
+    count = sum(value is not None for value in values)
     scale = 100 if percent else 1
     text = f"{mean * scale:.1f}{'%' if percent else ''}" if percent else f"{mean:.3f}"
-    return text + (f" ± {spread * scale:.1f}" if spread is not None else "") + f" (n={len(values)})"
+    return text + (f" ± {spread * scale:.1f}" if spread is not None else "") + f" (n={count})"
+
+
+def measured(run: dict[str, Any], eval_name: str, *keys: str) -> float | None:
+    """One number of one eval of a run; None where that eval was not run (a run cut short keeps the rest)."""
+    value: Any = run.get("evals", {}).get(eval_name)
+    for key in keys:
+        if value is None:
+            return None
+        value = value.get(key)
+    return value
 
 
 def runs_of(results: dict[str, Any], arm: str) -> list[dict[str, Any]]:
@@ -339,7 +352,7 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                  "pass" if peak and peak < 22.5 else ("not run" if not peak else "fail")))
 
     def heldout(arm: str, key: str) -> list[float | None]:
-        return [run["evals"]["heldout"][key] for run in runs_of(results, arm)]
+        return [measured(run, "heldout", key) for run in runs_of(results, arm)]
 
     base_post, easy_post = heldout("base", "post_episode_calls"), heldout("easy", "post_episode_calls")
     mixed_post = heldout("mixed", "post_episode_calls")
@@ -359,11 +372,13 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                  f"{_cell(zero6)} vs {_cell(zero4)}",
                  "fewer with 6" if zero6 and zero4 and statistics.fmean(zero6) < statistics.fmean(zero4)
                  else ("not run" if not (zero6 and zero4) else "no fewer with 6")))
-    train_easy = [run["evals"]["train_easy"]["accuracy"]["easy"] for run in runs_of(results, "easy")]
+    train_easy = [value for run in runs_of(results, "easy")
+                  if (value := measured(run, "train_easy", "accuracy", "easy")) is not None]
     rows.append(("easy above 50% before mixed (train-part easy questions, after the easy phase)", _cell(train_easy),
                  "pass" if train_easy and min(train_easy) > 0.5 else ("not run" if not train_easy else "fail")))
     early = lambda arm: [statistics.fmean(curve(run, "reward")[:20]) for run in runs_of(results, arm) if curve(run, "reward")]  # noqa: E731
-    hard = lambda arm: [run["evals"]["heldout"]["accuracy"]["hard"] for run in runs_of(results, arm)]  # noqa: E731
+    hard = lambda arm: [value for run in runs_of(results, arm)  # noqa: E731
+                        if (value := measured(run, "heldout", "accuracy", "hard")) is not None]
     rows.append(("few-shot: mean reward of the first 20 steps, with vs without examples",
                  f"{_cell(early('easy'), percent=False)} vs {_cell(early('no-fewshot'), percent=False)}",
                  "see numbers" if early("easy") and early("no-fewshot") else "not run"))
@@ -397,11 +412,19 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         if not runs:
             lines.append(f"| {arm} | " + " | ".join(["not run"] * (len(HARDNESS) + 3)) + " |")
             continue
-        cells = [_cell([run["evals"]["heldout"]["accuracy"][group] for run in runs]) for group in HARDNESS]
-        cells.append(_cell([run["evals"]["heldout"]["answered"] for run in runs]))
-        cells.append(_cell([run["evals"]["heldout"]["post_episode_calls"] for run in runs], percent=False))
-        cells.append(_cell([run["evals"]["train_easy"]["accuracy"]["easy"] for run in runs]))
+        cells = [_cell([measured(run, "heldout", "accuracy", group) for run in runs]) for group in HARDNESS]
+        cells.append(_cell([measured(run, "heldout", "answered") for run in runs]))
+        cells.append(_cell([measured(run, "heldout", "post_episode_calls") for run in runs], percent=False))
+        cells.append(_cell([measured(run, "train_easy", "accuracy", "easy") for run in runs]))
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    partial = [(key, name, summary) for key, run in sorted(results["runs"].items())
+               for name, summary in run.get("evals", {}).items() if name not in ("heldout", "train_easy")]
+    if partial:  # evals of part of a split, from runs cut short: not comparable with the table above
+        lines += ["", "Evals of part of a split (runs cut short; see the run's note):", "",
+                  "| run | eval | questions | " + " | ".join(HARDNESS) + " |", "|---" * (len(HARDNESS) + 3) + "|"]
+        for key, name, summary in partial:
+            cells = [_cell([summary["accuracy"][group]]).removesuffix(" (n=1)") for group in HARDNESS]
+            lines.append(f"| {key} | {name} | {summary['n']['overall']} | " + " | ".join(cells) + " |")
     lines += ["", "## The plan's verification list", "", "| check | measured | verdict |", "|---|---|---|"]
     lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
     lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]
@@ -456,7 +479,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, help="model folder (python models.py fetch qwen2.5-coder-0.5b-instruct)")
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(MAIN_LINE))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", "--seed", type=int, nargs="+", default=[0],
+                        help="run every arm for each seed, arm by arm (all seeds' warm-ups first, then their easy "
+                             "phases, ...): one GPU process at a time, which measured faster than side by side")
     parser.add_argument("--data-dir", type=Path, default=REPO_DIR.parent / "shared" / "spider",
                         help="real Spider (train_spider.json + database/); the built-in data when absent")
     parser.add_argument("--work", type=Path, default=REPO_DIR / "runs" / "learning_proof",
@@ -507,20 +532,24 @@ def main(argv: list[str] | None = None) -> int:
         data = split_by_database(arguments.data_dir, arguments.work, held_out_databases())
     else:
         data = arguments.data_dir
-    for name in arguments.arms:
-        entry = run_arm(ARMS[name], scale, arguments.model, data, arguments.work, arguments.seed)
-        results["runs"][f"{name}/seed{arguments.seed}/{scale.name}"] = entry
-        save_results(arguments.results, results)  # after every arm: nothing measured is lost
-        write_report(results, arguments.report, figures_dir, arguments.results)
-        print(f"[proof] {name} seed {arguments.seed}: {entry['seconds']:.0f} s; held-out accuracy "
-              f"{entry['evals']['heldout']['accuracy']['overall']}", flush=True)
-        later = arguments.arms[arguments.arms.index(name) + 1:]
-        if name == "sft" and later and not entry["evals"]["heldout"]["mean_steps"]:
-            # GRPO from a model that never calls a tool sees the same zero reward in every group: nothing to learn.
-            print(f"[proof] the warm-up's model made no tool call in any held-out episode; not running "
-                  f"{' '.join(later)} (see the [sft] tool-call tags line of its log)", flush=True)
-            return 1
-    return 0
+    stopped: set[int] = set()  # seeds whose warm-up made no tool call: their GRPO arms would learn nothing
+    for index, name in enumerate(arguments.arms):
+        later = arguments.arms[index + 1:]
+        for seed in arguments.seeds:
+            if seed in stopped:
+                continue
+            entry = run_arm(ARMS[name], scale, arguments.model, data, arguments.work, seed)
+            results["runs"][f"{name}/seed{seed}/{scale.name}"] = entry
+            save_results(arguments.results, results)  # after every arm: nothing measured is lost
+            write_report(results, arguments.report, figures_dir, arguments.results)
+            print(f"[proof] {name} seed {seed}: {entry['seconds']:.0f} s; held-out accuracy "
+                  f"{entry['evals']['heldout']['accuracy']['overall']}", flush=True)
+            if name == "sft" and later and not entry["evals"]["heldout"]["mean_steps"]:
+                # GRPO from a model that never calls a tool sees the same zero reward in every group.
+                print(f"[proof] seed {seed}: the warm-up's model made no tool call in any held-out episode; not "
+                      f"running {' '.join(later)} for it (see the [sft] tool-call tags line of its log)", flush=True)
+                stopped.add(seed)
+    return 1 if stopped else 0
 
 
 if __name__ == "__main__":

@@ -111,6 +111,41 @@ def test_grpo_arms_are_not_run_after_a_warm_up_whose_model_never_calls_a_tool(
     assert learning_proof.main([*common, "--arms", "base", "easy"]) == 0 and ran[1:] == ["base", "easy"]
 
 
+def test_seeds_run_arm_by_arm_and_a_seed_whose_warm_up_calls_no_tool_gets_no_grpo_arm(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[tuple[str, int]] = []
+
+    def fake_arm(arm, scale, model, data, work, seed):  # noqa: ANN001, ANN202 (learning_proof.run_arm's shape)
+        ran.append((arm.name, seed))
+        steps = 0.0 if (arm.name, seed) == ("sft", 1) else 2.5
+        return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
+                "evals": {"heldout": {"accuracy": {"overall": 0.0}, "mean_steps": steps}}}
+
+    monkeypatch.setattr(learning_proof, "run_arm", fake_arm)
+    monkeypatch.setattr(learning_proof, "write_report", lambda *args: None)
+    argv = ["--model", str(tmp_path), "--data-dir", str(BUILTIN_DATA_DIR), "--work", str(tmp_path / "work"),
+            "--results", str(tmp_path / "results.json"), "--arms", "sft", "easy", "mixed", "--seeds", "0", "1", "2"]
+    assert learning_proof.main(argv) == 1  # one seed could not go on
+    assert ran == [("sft", 0), ("sft", 1), ("sft", 2), ("easy", 0), ("easy", 2), ("mixed", 0), ("mixed", 2)]
+    saved = json.loads((tmp_path / "results.json").read_text())["runs"]
+    assert sorted(saved) == ["easy/seed0/gpu", "easy/seed2/gpu", "mixed/seed0/gpu", "mixed/seed2/gpu",
+                             "sft/seed0/gpu", "sft/seed1/gpu", "sft/seed2/gpu"]
+
+
+def test_a_run_missing_an_eval_shows_not_run_there_and_its_other_numbers(tmp_path: Path) -> None:
+    measured = json.loads(learning_proof.DEFAULT_RESULTS.read_text())["runs"]["base/seed0/gpu"]
+    cut_short = dict(measured, arm="sft", evals={"heldout": measured["evals"]["heldout"]})  # no train_easy eval
+    part = dict(measured, arm="easy", evals={"heldout_first150": measured["evals"]["heldout"]})  # part of a split
+    learning_proof.write_report({"runs": {"sft/seed0/gpu": cut_short, "easy/seed0/gpu": part}}, tmp_path / "report.md",
+                                tmp_path / "figures", tmp_path / "r.json")
+    lines = (tmp_path / "report.md").read_text().splitlines()
+    row = next(line for line in lines if line.startswith("| sft |"))
+    assert row.startswith("| sft | 0.0% (n=1)") and row.endswith("| not run |")
+    assert next(line for line in lines if line.startswith("| easy |")).startswith("| easy | not run |")
+    assert "| easy/seed0/gpu | heldout_first150 | 614 | 0.0% |" in lines[lines.index(
+        next(line for line in lines if line.startswith("Evals of part of a split"))) + 4]
+
+
 def test_results_of_side_by_side_invocations_merge_into_one_file(tmp_path: Path) -> None:
     measured = json.loads(learning_proof.DEFAULT_RESULTS.read_text())["runs"]["base/seed0/gpu"]  # a real entry
     for name, arm in (("a", "sft"), ("b", "no-sft")):
