@@ -7,8 +7,9 @@
 
 Writes OUT/report.json, OUT/report.md, OUT/by_hardness.png, and OUT/gold.sql + OUT/pred.sql for
 Spider's official evaluation scripts; prints the by-hardness table. On a CUDA machine with unsloth
-installed a checkpoint runs on Unsloth's fast generation with 64 episodes in flight (--backend and
---batch-size choose otherwise); elsewhere on plain transformers, 16 at a time.
+installed a checkpoint runs on Unsloth's fast generation with up to 512 episodes in flight, each turn's
+generation split into as few calls as the GPU's free memory allows (--backend and --batch-size choose
+otherwise); elsewhere on plain transformers, 16 at a time.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ def default_backend() -> str:
 
 def default_batch_size() -> int:
     """Episodes in flight at once: most of a split on a GPU (decode steps cost about the same at any batch
-    there), a few on a CPU."""
-    return 64 if torch.cuda.is_available() else 16
+    there; ModelPolicy splits a turn's generation by free memory), a few on a CPU."""
+    return 512 if torch.cuda.is_available() else 16
 
 
 @dataclass
@@ -55,7 +55,7 @@ class EvalSettings:
     hardness: list[str] | None = field(default=None, metadata={"help": "Only these hardness classes."})
     step_budget: int = field(default=DEFAULT_STEP_BUDGET, metadata={"help": "Tool calls per episode."})
     batch_size: int = field(default_factory=default_batch_size,
-                            metadata={"help": "Episodes a model plays at once (default: 64 on a GPU, 16 on CPU)."})
+                            metadata={"help": "Episodes a model plays at once (default: 512 on a GPU, 16 on CPU)."})
     max_new_tokens: int = field(default=DEFAULT_MAX_NEW_TOKENS, metadata={"help": "Tokens per model turn."})
     temperature: float = field(default=0.0, metadata={"help": "0 for greedy decoding, else sampling."})
     seed: int = field(default=0, metadata={"help": "Seed for sampling (temperature > 0)."})

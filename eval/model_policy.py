@@ -35,6 +35,9 @@ from eval.runner import EpisodeEnd, StopReason
 from policies import ToolCall
 
 DEFAULT_MAX_NEW_TOKENS = 512
+# Share of the GPU's free memory one generate call may fill with its KV cache. The rest is headroom for
+# the prefill's activations and the allocator's fragments; a call that still runs out halves the batch.
+KV_CACHE_SHARE_OF_FREE_MEMORY = 0.5
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,10 @@ class ModelPolicy:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.end_of_turn_ids[0]
         self.context_limit = getattr(model.config, "max_position_embeddings", None)
         self.chat_template = grpo_chat_template(tokenizer)
+        self.kv_bytes_per_token = kv_cache_bytes_per_token(model)
+        # The most contexts one generate call has held without running out of GPU memory (None: no limit
+        # found yet); it only shrinks, so a split pays for a too-large call once.
+        self.max_generation_batch: int | None = None
         self._contexts: dict[int, _Context | None] = {}
 
     # The runner's BatchPolicy protocol.
@@ -175,8 +182,42 @@ class ModelPolicy:
     def tool_reply_ids(self, replies: list[dict[str, Any]]) -> list[int]:
         return tool_reply_ids(self.tokenizer, self.chat_template, replies)
 
-    @torch.no_grad()
     def generate(self, contexts: list[list[int]]) -> list[Completion]:
+        """One turn for each context, in as few left-padded generate calls as GPU memory allows (contexts
+        of similar length together, so little of each call is padding); completions in the given order."""
+        order = sorted(range(len(contexts)), key=lambda index: len(contexts[index]))
+        completions: dict[int, Completion] = {}
+        start = 0
+        while start < len(order):
+            chunk = order[start: start + self.generation_batch([contexts[index] for index in order[start:]])]
+            try:
+                generated = self.generate_batch([contexts[index] for index in chunk])
+            except torch.cuda.OutOfMemoryError:
+                if len(chunk) == 1:
+                    raise RuntimeError(
+                        f"one episode's turn ({len(contexts[chunk[0]])} tokens of context + {self.max_new_tokens} new) "
+                        f"does not fit in GPU memory: lower --max-new-tokens or --step-budget, or free the GPU"
+                    ) from None
+                self.max_generation_batch = len(chunk) // 2
+                torch.cuda.empty_cache()
+                continue
+            completions.update(zip(chunk, generated, strict=True))
+            start += len(chunk)
+        return [completions[index] for index in range(len(contexts))]
+
+    def generation_batch(self, contexts: list[list[int]]) -> int:
+        """How many of these contexts (shortest first) one generate call takes: all of them, unless the GPU's
+        free memory or an earlier out-of-memory says fewer."""
+        size = len(contexts) if self.max_generation_batch is None else min(len(contexts), self.max_generation_batch)
+        free = free_gpu_memory(self.model)
+        if free is None or not self.kv_bytes_per_token:
+            return size
+        # The longest context of the chunk sets every row's length (left padding), so size it by that.
+        tokens = len(contexts[size - 1]) + self.max_new_tokens
+        return contexts_that_fit(free, self.kv_bytes_per_token, tokens, size)
+
+    @torch.no_grad()
+    def generate_batch(self, contexts: list[list[int]]) -> list[Completion]:
         """One turn for each context, all in one left-padded batch."""
         longest = max(len(ids) for ids in contexts)
         input_ids = torch.tensor([[self.pad_id] * (longest - len(ids)) + ids for ids in contexts])
@@ -210,3 +251,36 @@ def end_of_turn_ids(model: Any, tokenizer: Any) -> list[int]:
     configured = configured if isinstance(configured, list) else [configured]
     ids = [tokenizer.eos_token_id] + [token for token in configured if token is not None]
     return list(dict.fromkeys(token for token in ids if token is not None))
+
+
+# --- GPU memory ------------------------------------------------------------------------------------
+
+
+def kv_cache_bytes_per_token(model: Any) -> int | None:
+    """Bytes of KV cache one token of context takes: keys and values of every layer's KV heads (None when
+    the config does not say, e.g. a stand-in model)."""
+    config = getattr(model, "config", None)
+    layers = getattr(config, "num_hidden_layers", None)
+    heads = getattr(config, "num_attention_heads", None)
+    if not isinstance(layers, int) or not isinstance(heads, int):
+        return None
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    element = torch.finfo(getattr(model, "dtype", torch.float32)).bits // 8
+    return 2 * layers * kv_heads * head_dim * element
+
+
+def free_gpu_memory(model: Any) -> int | None:
+    """Bytes a generate call can still get on the model's GPU: the driver's free memory plus what PyTorch's
+    allocator holds unused. None off the GPU."""
+    device = getattr(model, "device", None)
+    if not isinstance(device, torch.device) or device.type != "cuda":
+        return None
+    free, _ = torch.cuda.mem_get_info(device)
+    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+
+
+def contexts_that_fit(free_bytes: int, kv_bytes_per_token: int, tokens_per_context: int, wanted: int) -> int:
+    """How many of ``wanted`` contexts of this many tokens one generate call can hold, at least one."""
+    fit = int(free_bytes * KV_CACHE_SHARE_OF_FREE_MEMORY) // (kv_bytes_per_token * tokens_per_context)
+    return max(1, min(wanted, fit))

@@ -155,3 +155,88 @@ def test_tiny_model_plays_batched_and_writes_every_report_file(tiny_model_dir: P
     pred_lines = files["pred.sql"].read_text().splitlines()
     assert len(pred_lines) == 3 and len(files["gold.sql"].read_text().splitlines()) == 3
     assert all(line == NO_QUERY_SQL for line in pred_lines)  # random weights run no query
+
+
+# --- generation sized by GPU memory ---------------------------------------------------------------
+
+
+def test_a_turn_split_into_smaller_generate_calls_gives_the_same_completions(tiny_model_dir: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    policy = ModelPolicy(model, AutoTokenizer.from_pretrained(tiny_model_dir), max_new_tokens=5)
+    contexts = [policy.prompt_ids([{"role": "user", "content": "How many singers are there?" * repeat}])
+                for repeat in (3, 1, 5, 2, 4)]
+    whole = policy.generate(contexts)
+    policy.max_generation_batch = 2
+    calls = []
+    policy.model.generate = lambda **inputs: calls.append(len(inputs["input_ids"])) or model.__class__.generate(
+        model, **inputs)
+    assert [completion.ids for completion in policy.generate(contexts)] == [completion.ids for completion in whole]
+    assert calls == [2, 2, 1]
+
+
+class RunsOutOfMemoryAbove:
+    """A model whose generate fails as CUDA does when handed more than ``limit`` contexts."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.calls = limit, []
+        self.config = SimpleNamespace(max_position_embeddings=40_960)
+        self.generation_config = SimpleNamespace(eos_token_id=[0])
+        self.device = torch.device("cpu")
+
+    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **options: Any) -> torch.Tensor:
+        self.calls.append(len(input_ids))
+        if len(input_ids) > self.limit:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (stand-in)")
+        return torch.cat([input_ids, torch.zeros((len(input_ids), 1), dtype=torch.long)], dim=1)
+
+
+def test_an_out_of_memory_turn_is_retried_in_halves_and_the_limit_is_kept(tokenizer: Any) -> None:
+    model = RunsOutOfMemoryAbove(limit=2)
+    policy = ModelPolicy(model, tokenizer, max_new_tokens=1)
+    contexts = [[5] * length for length in (4, 1, 3, 2, 5)]
+    completions = policy.generate(contexts)
+    assert len(completions) == 5 and policy.max_generation_batch == 2
+    assert model.calls == [5, 2, 2, 1]  # one failed call, then halves
+    model.calls.clear()
+    policy.generate(contexts)
+    assert model.calls == [2, 2, 1]  # the next turn starts at the limit found
+
+
+def test_a_single_turn_that_cannot_fit_says_what_to_lower(tokenizer: Any) -> None:
+    policy = ModelPolicy(RunsOutOfMemoryAbove(limit=0), tokenizer, max_new_tokens=7)
+    with pytest.raises(RuntimeError, match="lower --max-new-tokens"):
+        policy.generate([[5, 5, 5]])
+
+
+def test_generate_calls_are_sized_by_the_kv_cache_that_fits(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers import AutoConfig
+
+    from eval import model_policy
+    from models import qwen3_1_7b_config
+
+    # Qwen3-1.7B in bf16: 28 layers x 8 KV heads x 128 dims x (key + value) x 2 bytes a token.
+    qwen3_1_7b = SimpleNamespace(config=qwen3_1_7b_config(), dtype=torch.bfloat16)
+    assert model_policy.kv_cache_bytes_per_token(qwen3_1_7b) == 28 * 8 * 128 * 2 * 2
+    config = AutoConfig.from_pretrained(tiny_model_dir)
+    assert model_policy.kv_cache_bytes_per_token(SimpleNamespace(config=config)) > 0
+    # 1 GiB free, half of it for the cache: contexts of 1,000 tokens at 100 KiB a token -> 5 a call.
+    assert model_policy.contexts_that_fit(2**30, 100 * 1024, 1000, wanted=64) == 5
+    assert model_policy.contexts_that_fit(2**30, 100 * 1024, 10**6, wanted=64) == 1  # never fewer than one
+    assert model_policy.contexts_that_fit(2**40, 100 * 1024, 1000, wanted=64) == 64
+
+    model = RunsOutOfMemoryAbove(limit=99)
+    model.config = SimpleNamespace(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, hidden_size=8,
+                                   max_position_embeddings=40_960)
+    policy = ModelPolicy(model, tokenizer_of(tiny_model_dir), max_new_tokens=10)  # contexts of 20 + 10 tokens
+    per_token = policy.kv_bytes_per_token  # 2 x 2 layers x 1 head x 4 dims x 4 bytes = 64
+    monkeypatch.setattr(model_policy, "free_gpu_memory", lambda model: 2 * 64 * 30 * 3)  # 3 contexts of 30 tokens
+    policy.generate([[5] * 20] * 7)
+    assert per_token == 64 and model.calls == [3, 3, 1]
+
+
+def tokenizer_of(folder: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(folder)

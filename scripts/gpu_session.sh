@@ -6,8 +6,9 @@
 #   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn)
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
-#   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log:
-#                  several side by side share the GPU (a 0.5B uses a few GiB of it); returns at once
+#   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log;
+#                  returns at once. Start one and give it every seed (--arms sft easy mixed --seeds 0 1 2: arm
+#                  by arm, one GPU process at a time): side by side, three evals ran 3-5x slower each than alone
 #   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results and logs to $OUT
 #   stop NAME      end a background run
 # Here, first: bash scripts/fetch_gpu_wheels.sh; tar czf .spider.tgz -C ../shared spider;
