@@ -39,6 +39,7 @@ def _plain_trl_requested(argv: list[str]) -> bool:
 if not _plain_trl_requested(sys.argv[1:]):
     import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
 
+import contextlib  # noqa: E402
 import copy  # noqa: E402
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
@@ -118,6 +119,12 @@ class AgentConfig:
         default=True,
         metadata={"help": "--backend unsloth: replay decode steps with CUDA graphs for Qwen2 models too "
                           "(Unsloth does it for Llama and Qwen3 only)."},
+    )
+    generation_mode_per_rollout: bool = field(
+        default=False,
+        metadata={"help": "Enter generation mode once per rollout instead of once per tool-loop turn (Unsloth "
+                          "otherwise frees its decode buffers and CUDA graphs after every turn and captures them "
+                          "again). Same tokens; its speed is not yet measured on a GPU, hence off."},
     )
     train_tool_tokens: bool = field(
         default=True,
@@ -614,6 +621,8 @@ def build_trainer(
     )
     if agent.stop_at_tool_call:
         close_turns_at_tool_call_end(trainer, tokenizer)
+    if agent.generation_mode_per_rollout:
+        keep_generation_mode_across_turns(trainer)
     return trainer
 
 
@@ -628,6 +637,53 @@ def close_turns_at_tool_call_end(trainer: GRPOTrainer, tokenizer: Any) -> None:
         return [close_tool_call_turn(list(ids), tokenizer) for ids in completion_ids], logprobs
 
     trainer._generate_single_turn = generate_closed_turn
+
+
+class GenerationScope:
+    """TRL's per-turn generation context (``unwrap_model_for_generation``; under Unsloth it switches the
+    model to inference mode, and on leaving frees the decode buffers and CUDA graphs and switches back),
+    held open from a rollout's first turn to its last. Outside a rollout it is the per-turn context."""
+
+    def __init__(self, per_turn: Callable[..., Any]) -> None:
+        self.per_turn = per_turn
+        self._rollout: contextlib.ExitStack | None = None
+        self._model: Any = None
+
+    @contextlib.contextmanager
+    def unwrap(self, *args: Any, **kwargs: Any) -> Any:
+        if self._rollout is None:
+            with self.per_turn(*args, **kwargs) as model:
+                yield model
+            return
+        if self._model is None:  # the rollout's first turn opens it, with TRL's own arguments
+            self._model = self._rollout.enter_context(self.per_turn(*args, **kwargs))
+        yield self._model
+
+    def around(self, generate: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(generate)
+        def generate_rollout(*args: Any, **kwargs: Any) -> Any:
+            # The stack leaves the per-turn context when the rollout returns or fails: back to training mode
+            # before TRL scores the completions.
+            with contextlib.ExitStack() as rollout:
+                self._rollout, self._model = rollout, None
+                try:
+                    return generate(*args, **kwargs)
+                finally:
+                    self._rollout = None
+
+        return generate_rollout
+
+
+def keep_generation_mode_across_turns(trainer: GRPOTrainer) -> GenerationScope:
+    """Every turn of a rollout (TRL's ``_generate``: the first turn and the tool loop's) in one generation
+    context. TRL looks the context up in the module of ``_generate_single_turn`` (Unsloth's compiled trainer
+    has its own), so it is replaced there; a scope installed by an earlier trainer is reused."""
+    namespace = type(trainer)._generate_single_turn.__globals__
+    current = namespace["unwrap_model_for_generation"]
+    scope = current.__self__ if isinstance(getattr(current, "__self__", None), GenerationScope) else GenerationScope(current)
+    namespace["unwrap_model_for_generation"] = scope.unwrap
+    trainer._generate = scope.around(trainer._generate)
+    return scope
 
 
 def train_with_oom_fallback(

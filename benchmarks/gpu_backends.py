@@ -41,6 +41,9 @@ VARIANTS: dict[str, list[str]] = {
     "before": ["--stop_at_tool_call", "false", "--decode_graphs", "false"],
     "stop": ["--stop_at_tool_call", "true", "--decode_graphs", "false"],
     "stop+graphs": ["--stop_at_tool_call", "true", "--decode_graphs", "true"],
+    # One generation mode per rollout: Unsloth keeps its decode buffers and graphs across the tool loop's turns.
+    "stop+graphs+rollout": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
+                            "--generation_mode_per_rollout", "true"],
 }
 
 

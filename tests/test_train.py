@@ -309,12 +309,14 @@ class RunawayModel:
         return torch.cat([input_ids, torch.tensor(padded, device=input_ids.device)], dim=1)
 
 
-def scored_batches(output_dir: Path, *extra: str, runaway: bool) -> list[dict[str, Any]]:
+def scored_batches(output_dir: Path, *extra: str, runaway: bool, before_train: Any = None) -> list[dict[str, Any]]:
     """One GRPO step whose generation goes through TRL's own _generate_single_turn and a RunawayModel;
     returns what TRL scored: completion ids and masks, tool masks, rewards."""
     batches: list[dict[str, Any]] = []
 
     def hook(trainer: Any) -> None:
+        if before_train is not None:
+            before_train(trainer)
         fake = RunawayModel(trainer.processing_class, runaway)
         trainer.model.generate = fake.generate  # what TRL's generation path calls on the unwrapped model
         score = trainer._generate_and_score_completions
@@ -353,6 +355,42 @@ def test_the_stop_rule_removes_runaway_text_and_changes_no_reward_or_mask(tmp_pa
     assert min(trained) > max(sum(m * t for m, t in zip(mask, tools, strict=True)) for mask, tools in
                               zip(runaway[0]["completion_mask"], runaway[0]["tool_mask"], strict=True))
     assert torch.tensor(runaway[0]["rewards"]).allclose(torch.tensor(unstopped[0]["rewards"]))
+
+
+@pytest.mark.slow
+def test_one_generation_mode_per_rollout_enters_it_once_and_changes_no_token_mask_or_reward(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+
+    entries: list[int] = []
+
+    def count_generation_contexts(trainer: Any) -> None:
+        namespace = type(trainer)._generate_single_turn.__globals__
+        current = namespace["unwrap_model_for_generation"]
+        scope = current.__self__ if isinstance(getattr(current, "__self__", None), train.GenerationScope) else None
+        per_turn = scope.per_turn if scope is not None else current
+        if getattr(per_turn, "counts_entries", False):  # the first run's counter, which the scope took up
+            return
+
+        @contextlib.contextmanager
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            entries.append(1)
+            with per_turn(*args, **kwargs) as model:
+                yield model
+
+        counted.counts_entries = True  # type: ignore[attr-defined]
+        if scope is not None:
+            monkeypatch.setattr(scope, "per_turn", counted)
+        else:
+            monkeypatch.setitem(namespace, "unwrap_model_for_generation", counted)
+
+    per_turn = scored_batches(tmp_path / "per-turn", runaway=True, before_train=count_generation_contexts)
+    turns = len(entries)
+    entries.clear()
+    per_rollout = scored_batches(tmp_path / "per-rollout", "--generation_mode_per_rollout", "true", runaway=True,
+                                 before_train=count_generation_contexts)
+    assert per_rollout == per_turn  # the same ids, masks and rewards
+    assert turns == 6 and len(entries) == 1  # six turns (five calls and the closing text), one rollout
 
 
 # --- settings that tell the truth, and bad input refused before any work -------------------------
