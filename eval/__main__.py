@@ -26,7 +26,8 @@ from eval.checkpoint import import_unsloth
 # Nothing imported here loads transformers, so --backend unsloth can still import unsloth before it.
 from eval.evaluate import BACKENDS, EvalSettings, build_policy, default_backend, evaluate, load_questions
 from eval.report import markdown_table, write_report
-from policies import SCRIPTED_POLICIES
+from eval.runner import BatchPolicy
+from policies import SCRIPTED_POLICIES, Policy
 from spider_data import SPLIT_FILES
 from sql_structure import Hardness
 
@@ -58,10 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, policy: Policy | BatchPolicy | None = None) -> int:
+    """The command line. ``policy``: one already built for the same checkpoint and settings (the learning proof
+    evaluates two splits with one loaded model), used instead of loading it again."""
+    run(argv, policy=policy)
+    return 0
+
+
+def run(argv: list[str] | None = None, *, policy: Policy | BatchPolicy | None = None) -> Policy | BatchPolicy:
+    """main's work; returns the policy it played, so that a caller can play another split with it."""
     parser = build_parser()
     arguments = parser.parse_args(argv)
-    if (arguments.backend or default_backend()) == "unsloth" and arguments.checkpoint is not None:
+    if (arguments.backend or default_backend()) == "unsloth" and arguments.checkpoint is not None and policy is None:
         if importlib.util.find_spec("unsloth") is None:
             parser.error("--backend unsloth needs the unsloth package (see requirements-unsloth.txt) and a CUDA GPU")
         import_unsloth()
@@ -71,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         given = {key: value for key, value in vars(arguments).items() if value is not None or key in ("checkpoint", "policy")}
         settings = EvalSettings(**given)
         split = load_questions(settings)
-        policy = build_policy(settings)
+        policy = policy if policy is not None else build_policy(settings)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     print(split.summary(), file=sys.stderr)
@@ -82,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{report['timing']['elapsed_s']:.1f} s; report in {files['report.md']}")
     for path in files.values():
         print(f"  {path}")
-    return 0
+    return policy
 
 
 if __name__ == "__main__":

@@ -83,3 +83,17 @@ def test_both_spellings_of_every_flag_are_accepted(tmp_path: Path, builtin_data_
     assert main(["--policy", "oracle", "--data_dir", str(builtin_data_dir), "--limit", "2", "--batch_size", "2",
                  "--out", str(tmp_path), "--no_progress"]) == 0
     assert json.loads((tmp_path / "report.json").read_text())["by_hardness"]["overall"]["n"] == 2
+
+
+def test_a_second_split_plays_with_the_model_already_loaded(tiny_model_dir: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from eval import __main__ as cli
+
+    loaded: list[str] = []
+    load = cli.build_policy
+    monkeypatch.setattr(cli, "build_policy", lambda settings: loaded.append(settings.split) or load(settings))
+    common = ["--checkpoint", str(tiny_model_dir), "--limit", "1", "--max-new-tokens", "4", "--no-progress"]
+    policy = cli.run([*common, "--split", "dev", "--out", str(tmp_path / "dev")])
+    again = cli.run([*common, "--split", "train", "--out", str(tmp_path / "train")], policy=policy)
+    assert again is policy and loaded == ["dev"]  # the checkpoint loaded once for both splits
+    assert json.loads((tmp_path / "train" / "report.json").read_text())["counts"]["scored"] == 1

@@ -50,7 +50,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model here is a local fold
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import train  # noqa: E402  (imports unsloth before transformers and trl, as the trainer must)
-from eval.__main__ import main as eval_main  # noqa: E402
+from eval.__main__ import run as run_eval  # noqa: E402
 
 DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
 DEFAULT_REPORT = REPO_DIR / "docs" / "learning_proof.md"
@@ -281,14 +281,16 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
             entry["curves"] = step_curves(checkpoint.parent)
     entry["train_seconds"] = round(time.perf_counter() - started, 1)
     entry["evals"] = {}
+    policy = None  # the checkpoint loads once for both evals (the same settings but the split)
     for name, split, hardness, limit in (("heldout", "dev", None, scale.eval_heldout_limit),
                                          ("train_easy", "train", ["easy"], scale.eval_train_easy_limit)):
         out = work / f"{arm.name}-seed{seed}" / f"eval-{name}"
         argv = eval_argv(checkpoint, data, split, out, scale, hardness=hardness, limit=limit)
         entry["commands"].append("python -m eval " + " ".join(argv))
         print(f"[proof] python -m eval {' '.join(argv)}", flush=True)
-        eval_main(argv)
+        policy = run_eval(argv, policy=policy)
         entry["evals"][name] = summarize(json.loads((out / "report.json").read_text(encoding="utf-8")))
+    del policy  # its model's memory goes before the next arm trains
     entry["seconds"] = round(time.perf_counter() - started, 1)
     return entry
 
