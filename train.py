@@ -623,6 +623,7 @@ def build_trainer(
         close_turns_at_tool_call_end(trainer, tokenizer)
     if agent.generation_mode_per_rollout:
         keep_generation_mode_across_turns(trainer)
+    rollout_logger.watch_generation(trainer)
     return trainer
 
 

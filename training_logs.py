@@ -5,6 +5,10 @@ function of weight 0 (TRL hands reward functions the environments and a ``log_me
 it is the one place that sees every finished episode), and it is a ``TrainerCallback`` that
 appends every log line to ``metrics.jsonl`` as it happens, so nothing is lost on a crash.
 
+It also times the trainer's generation calls (``watch_generation``): every logged step says how many
+generation calls its rollouts made (the first turn and each tool-loop turn), how long they took, their
+share of the step and the longest turn generated, so a real run shows where a multi-turn step's time goes.
+
 With several processes (DDP), each one's reward function sees only its own environments: the episodes
 are gathered from all of them first, so episode/* and accuracy/* cover the whole batch on every rank,
 and only the main process writes the files.
@@ -12,8 +16,10 @@ and only the main process writes the files.
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,6 +76,32 @@ class RunTotals:
                 f"{self.correct} correct)")
 
 
+@dataclass
+class GenerationTimes:
+    """This process's generation calls since the last log line."""
+
+    calls: int = 0
+    seconds: float = 0.0
+    tokens: int = 0
+    longest_turn: int = 0
+
+    def add(self, seconds: float, turn_lengths: list[int]) -> None:
+        self.calls += 1
+        self.seconds += seconds
+        self.tokens += sum(turn_lengths)
+        self.longest_turn = max(self.longest_turn, max(turn_lengths, default=0))
+
+    def per_step(self, steps: int, step_time: float | None) -> dict[str, float]:
+        """Averages per optimizer step (a log line may cover several), and the share of the step generating."""
+        if not self.calls:
+            return {}
+        metrics = {"rollout/generation_calls": self.calls / steps, "rollout/generation_s": self.seconds / steps,
+                   "rollout/generated_tokens": self.tokens / steps, "rollout/longest_turn_tokens": self.longest_turn}
+        if step_time:
+            metrics["rollout/generation_share"] = min(1.0, self.seconds / steps / step_time)
+        return metrics
+
+
 class RolloutLogger(TrainerCallback):
     """Logs episode metrics each step, writes sampled rollouts and every log line to JSONL files."""
 
@@ -80,6 +112,8 @@ class RolloutLogger(TrainerCallback):
         self.rollouts_path = self.out_dir / "rollouts.jsonl"
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.totals = RunTotals()
+        self._generation = GenerationTimes()
+        self._last_logged_step = 0
 
     def episode_metrics(
         self,
@@ -145,6 +179,19 @@ class RolloutLogger(TrainerCallback):
                 }
                 handle.write(json.dumps(record, default=str) + "\n")
 
+    def watch_generation(self, trainer: Any) -> None:
+        """Time every call of the trainer's one generation method (first turn and tool-loop turns alike)."""
+        generate_turn = trainer._generate_single_turn
+
+        @functools.wraps(generate_turn)
+        def timed_turn(*args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
+            started = time.perf_counter()
+            completion_ids, logprobs = generate_turn(*args, **kwargs)  # token lists: the GPU has finished
+            self._generation.add(time.perf_counter() - started, [len(ids) for ids in completion_ids])
+            return completion_ids, logprobs
+
+        trainer._generate_single_turn = timed_turn
+
     def on_log(
         self,
         args: TrainingArguments,
@@ -153,6 +200,10 @@ class RolloutLogger(TrainerCallback):
         logs: dict[str, float] | None = None,
         **kwargs: Any,
     ) -> None:
+        if logs and "loss" in logs:  # a training step's log line (not the final summary)
+            steps = max(1, state.global_step - self._last_logged_step)
+            logs.update(self._generation.per_step(steps, logs.get("step_time")))
+            self._generation, self._last_logged_step = GenerationTimes(), state.global_step
         if logs and state.is_world_process_zero:  # every rank gets on_log; one writes
             logs.update(gpu_memory_gib())
             self.out_dir.mkdir(parents=True, exist_ok=True)

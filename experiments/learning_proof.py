@@ -234,7 +234,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
 
 
 CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_episode_calls", "episode/accuracy",
-              "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib")
+              "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib", "rollout/generation_s",
+              "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens")
 
 
 def step_curves(phase_dir: Path) -> list[dict[str, float]]:

@@ -391,6 +391,14 @@ def test_one_generation_mode_per_rollout_enters_it_once_and_changes_no_token_mas
                                  before_train=count_generation_contexts)
     assert per_rollout == per_turn  # the same ids, masks and rewards
     assert turns == 6 and len(entries) == 1  # six turns (five calls and the closing text), one rollout
+    # Every step's log line says where its generation time went: six calls, their seconds and share.
+    (step,) = [line for line in read_jsonl(tmp_path / "per-turn" / "easy" / "metrics.jsonl") if "loss" in line]
+    assert step["rollout/generation_calls"] == 6 and 0 < step["rollout/generation_share"] <= 1
+    assert 0 < step["rollout/generation_s"] < step["step_time"]
+    generated = sum(mask * tool for masks, tools in zip(per_turn[0]["completion_mask"], per_turn[0]["tool_mask"],
+                                                        strict=True) for mask, tool in zip(masks, tools, strict=True))
+    assert step["rollout/generated_tokens"] == generated  # the model's own tokens TRL trained on, all timed
+    assert 0 < step["rollout/longest_turn_tokens"] < generated
 
 
 # --- settings that tell the truth, and bad input refused before any work -------------------------
@@ -460,3 +468,16 @@ def test_train_config_json_is_the_config_that_ran_even_after_a_retry(tmp_path: P
     assert saved["grpo"]["num_train_epochs"] == 1.0 and saved["phase"]["name"] == "easy"
     tool_call_end = 151658  # Qwen3's </tool_call>: the stop rule ends turns there
     assert tool_call_end in saved["generation_eos_token_ids"]
+
+
+def test_generation_times_are_per_optimizer_step_whatever_the_logging_interval() -> None:
+    from training_logs import GenerationTimes
+
+    times = GenerationTimes()
+    assert times.per_step(1, 5.0) == {}  # no generation since the last log line: nothing claimed
+    for seconds, lengths in ((1.0, [10, 30]), (0.5, [5, 5]), (2.5, [40, 1])):
+        times.add(seconds, lengths)
+    metrics = times.per_step(2, 4.0)  # two optimizer steps in one log line
+    assert metrics["rollout/generation_calls"] == 1.5 and metrics["rollout/generation_s"] == 2.0
+    assert metrics["rollout/generated_tokens"] == 45.5 and metrics["rollout/longest_turn_tokens"] == 40
+    assert metrics["rollout/generation_share"] == 0.5
