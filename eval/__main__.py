@@ -59,15 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None, *, policy: Policy | BatchPolicy | None = None) -> int:
-    """The command line. ``policy``: one already built for the same checkpoint and settings (the learning proof
-    evaluates two splits with one loaded model), used instead of loading it again."""
-    run(argv, policy=policy)
+def main(argv: list[str] | None = None) -> int:
+    run(argv)
     return 0
 
 
 def run(argv: list[str] | None = None, *, policy: Policy | BatchPolicy | None = None) -> Policy | BatchPolicy:
-    """main's work; returns the policy it played, so that a caller can play another split with it."""
+    """main's work; returns the policy it played, so that a caller can play another split with it. ``policy``:
+    one already built for the same checkpoint and settings (the learning proof evaluates two splits with one
+    loaded model), used instead of loading it again."""
     parser = build_parser()
     arguments = parser.parse_args(argv)
     if (arguments.backend or default_backend()) == "unsloth" and arguments.checkpoint is not None and policy is None:

@@ -186,12 +186,14 @@ class ModelPolicy:
         """One turn for each context, in as few left-padded generate calls as GPU memory allows (contexts
         of similar length together, so little of each call is padding); completions in the given order."""
         order = sorted(range(len(contexts)), key=lambda index: len(contexts[index]))
+        ordered = [contexts[index] for index in order]
         completions: dict[int, Completion] = {}
         start = 0
         while start < len(order):
-            chunk = order[start: start + self.generation_batch([contexts[index] for index in order[start:]])]
+            size = self.generation_batch(ordered[start:])
+            chunk = order[start: start + size]
             try:
-                generated = self.generate_batch([contexts[index] for index in chunk])
+                generated = self.generate_batch(ordered[start: start + size])
             except torch.cuda.OutOfMemoryError:
                 if len(chunk) == 1:
                     raise RuntimeError(

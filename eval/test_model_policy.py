@@ -160,11 +160,12 @@ def test_tiny_model_plays_batched_and_writes_every_report_file(tiny_model_dir: P
 # --- generation sized by GPU memory ---------------------------------------------------------------
 
 
-def test_a_turn_split_into_smaller_generate_calls_gives_the_same_completions(tiny_model_dir: Path) -> None:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def test_a_turn_split_into_smaller_generate_calls_gives_the_same_completions(tiny_model_dir: Path,
+                                                                            tokenizer: Any) -> None:
+    from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
-    policy = ModelPolicy(model, AutoTokenizer.from_pretrained(tiny_model_dir), max_new_tokens=5)
+    policy = ModelPolicy(model, tokenizer, max_new_tokens=5)
     contexts = [policy.prompt_ids([{"role": "user", "content": "How many singers are there?" * repeat}])
                 for repeat in (3, 1, 5, 2, 4)]
     whole = policy.generate(contexts)
@@ -210,7 +211,8 @@ def test_a_single_turn_that_cannot_fit_says_what_to_lower(tokenizer: Any) -> Non
         policy.generate([[5, 5, 5]])
 
 
-def test_generate_calls_are_sized_by_the_kv_cache_that_fits(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generate_calls_are_sized_by_the_kv_cache_that_fits(tiny_model_dir: Path, tokenizer: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from transformers import AutoConfig
 
     from eval import model_policy
@@ -229,14 +231,8 @@ def test_generate_calls_are_sized_by_the_kv_cache_that_fits(tiny_model_dir: Path
     model = RunsOutOfMemoryAbove(limit=99)
     model.config = SimpleNamespace(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, hidden_size=8,
                                    max_position_embeddings=40_960)
-    policy = ModelPolicy(model, tokenizer_of(tiny_model_dir), max_new_tokens=10)  # contexts of 20 + 10 tokens
+    policy = ModelPolicy(model, tokenizer, max_new_tokens=10)  # contexts of 20 + 10 tokens
     per_token = policy.kv_bytes_per_token  # 2 x 2 layers x 1 head x 4 dims x 4 bytes = 64
     monkeypatch.setattr(model_policy, "free_gpu_memory", lambda model: 2 * 64 * 30 * 3)  # 3 contexts of 30 tokens
     policy.generate([[5] * 20] * 7)
     assert per_token == 64 and model.calls == [3, 3, 1]
-
-
-def tokenizer_of(folder: Path) -> Any:
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(folder)

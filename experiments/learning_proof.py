@@ -25,10 +25,10 @@ run across device calls and sessions. Arms that start from another arm's adapter
 ``--work`` (keep it between calls). The report (docs/learning_proof.md) is regenerated after every arm.
 With several ``--seeds``, arms run one after another, arm by arm (every seed's warm-up, then every
 seed's easy phase, ...), one GPU process at a time: on the H200, three warm-ups' held-out evals side by side
-(614 questions) played 0.9-1.4 questions a second each; one eval alone played 4.5 a second. Invocations that do run side by side (each with its
-own ``--results`` file, sharing ``--work``) are gathered with ``--merge results-*.json``. A seed whose
-``sft`` warm-up made no tool call in any held-out episode gets no later arms: GRPO from it would see only
-zero rewards.
+(614 questions) played 0.9-1.4 questions a second each; one eval alone played 4.5 a second. Invocations
+that do run side by side (each with its own ``--results`` file, sharing ``--work``) are gathered with
+``--merge results-*.json``. A seed whose ``sft`` warm-up made no tool call in any held-out episode gets no
+later arms: GRPO from it would see only zero rewards.
 """
 
 from __future__ import annotations
@@ -75,9 +75,9 @@ class Scale:
     easy_steps: int
     mixed_steps: int
     ablation_steps: int
-    grpo_learning_rate: float
     # train.py's default GRPO learning rate is 1e-5; the gpu scale takes 2e-5 because its runs are short
     # (tens of steps, not an L4 user's 3 epochs). A choice for the budget, not a tuned value.
+    grpo_learning_rate: float
     # Prompt groups per optimizer step (--per_device_train_batch_size; the accumulation is the group size).
     # train.py's default is 1, for the L4's memory; on the H200 a 0.5B's decoding costs about the same for
     # 4 groups as for 1 (launch-bound), so 4 give four times the reward signal per step for little time.
@@ -291,7 +291,6 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
         print(f"[proof] python -m eval {' '.join(argv)}", flush=True)
         policy = run_eval(argv, policy=policy)
         entry["evals"][name] = summarize(json.loads((out / "report.json").read_text(encoding="utf-8")))
-    del policy  # its model's memory goes before the next arm trains
     entry["seconds"] = round(time.perf_counter() - started, 1)
     return entry
 
