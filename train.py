@@ -67,7 +67,7 @@ from chat_format import (  # noqa: E402
 )
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, to_grpo_rows  # noqa: E402
-from training_logs import RolloutLogger, plot_training_curves, run_summary  # noqa: E402
+from training_logs import RolloutLogger, plot_training_curves, run_summary, start_gpu_memory_accounting  # noqa: E402
 
 REPO_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
@@ -799,6 +799,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     if agent.phase == sft.PHASE_NAME:  # the supervised warm-up (sft.py) is not a GRPO phase
         if agent.dry_run:
             return None
+        start_gpu_memory_accounting()
         model, tokenizer = load_model(agent, grpo, None, with_lora=not agent.sft_full_finetune)
         return sft.run(agent, grpo, model, tokenizer, explicit)
 
@@ -831,6 +832,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         with PartialState().main_process_first():  # one warm-up (its own loop, no collectives), the rest reuse it
             agent.model = str(embedded_warmup_model(agent, grpo, explicit))
     out_dir.mkdir(parents=True, exist_ok=True)
+    start_gpu_memory_accounting()
     model, tokenizer = load_model(agent, grpo, start_adapter)
     rollout_logger = RolloutLogger(out_dir, grpo.num_generations, agent.rollouts_logged_per_step)
 

@@ -53,6 +53,14 @@ def zero_advantage_share(rewards: list[float], group_size: int) -> float:
     return _mean([float(max(group) - min(group) < 1e-9) for group in groups if group])
 
 
+def solved_group_shares(correct: list[bool], group_size: int) -> tuple[float, float]:
+    """Shares of prompt groups that every completion solved and that none did: the two ways a group loses its
+    reward variance (too easy for the model now, or out of its reach), which call for different fixes."""
+    groups = [correct[start : start + group_size] for start in range(0, len(correct), group_size)]
+    groups = [group for group in groups if group]
+    return _mean([float(all(group)) for group in groups]), _mean([float(not any(group)) for group in groups])
+
+
 @dataclass
 class RunTotals:
     """What the whole run's episodes did, for the line train.py prints at the end."""
@@ -146,6 +154,9 @@ class RolloutLogger(TrainerCallback):
         log_metric("episode/post_episode_calls", _mean([float(episode.post_episode_calls) for episode in episodes]))
         log_metric("episode/tool_error_rate", tool_error_rate(failed, calls) or 0.0)
         log_metric("episode/zero_advantage_groups", zero_advantage_share(rewards, self.group_size))
+        all_solved, none_solved = solved_group_shares([episode.is_correct for episode in episodes], self.group_size)
+        log_metric("episode/groups_all_correct", all_solved)
+        log_metric("episode/groups_none_correct", none_solved)
         by_hardness: dict[str, list[float]] = defaultdict(list)
         for episode, level in zip(episodes, levels, strict=True):
             by_hardness[level or "unknown"].append(float(episode.is_correct))
@@ -209,6 +220,21 @@ class RolloutLogger(TrainerCallback):
             self.out_dir.mkdir(parents=True, exist_ok=True)
             with self.metrics_path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+
+def start_gpu_memory_accounting() -> None:
+    """Make the peak memory logged from here on this run's own: return what earlier work in this process left
+    cached (the learning proof runs evals and phases in one process) and restart the peak counters. Without
+    it, a phase after a wide eval logged that eval's 60 GiB as its own peak."""
+    import gc
+
+    import torch
+
+    if not torch.cuda.is_available():
+        return
+    gc.collect()  # models an earlier run dropped still hold their memory until their reference cycles go
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
 
 
 def gpu_memory_gib() -> dict[str, float]:

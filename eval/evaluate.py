@@ -20,7 +20,7 @@ import torch
 
 from agent_env import DEFAULT_STEP_BUDGET
 from eval.checkpoint import checkpoint_kind, load_checkpoint, load_with_unsloth
-from eval.model_policy import DEFAULT_MAX_NEW_TOKENS, ModelPolicy
+from eval.model_policy import DEFAULT_MAX_NEW_TOKENS, ModelPolicy, generation_summary
 from eval.report import build_report
 from eval.runner import BatchPolicy, play_split
 from policies import SCRIPTED_POLICIES, Policy, make_policy
@@ -132,8 +132,14 @@ def build_policy(settings: EvalSettings) -> Policy | BatchPolicy:
 def evaluate(settings: EvalSettings, split: SpiderSplit, policy: Policy | BatchPolicy) -> dict[str, Any]:
     """Play every question and return the report (see eval.report for its keys)."""
     torch.manual_seed(settings.seed)
+    calls = getattr(policy, "generation_calls", None)  # a model policy's generate calls (reused across splits)
+    calls_before = len(calls) if calls is not None else 0
     started = time.perf_counter()
     records = play_split(
         split, policy, step_budget=settings.step_budget, batch_size=settings.batch_size, progress=settings.progress
     )
-    return build_report(records, settings=settings.to_dict(), elapsed_s=time.perf_counter() - started)
+    elapsed_s = time.perf_counter() - started
+    report = build_report(records, settings=settings.to_dict(), elapsed_s=elapsed_s)
+    if calls is not None:
+        report["timing"]["generation"] = generation_summary(calls[calls_before:], elapsed_s)
+    return report

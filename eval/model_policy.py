@@ -16,6 +16,7 @@ go into the record.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,38 @@ class Completion:
     truncated: bool  # no end-of-turn token within max_new_tokens
 
 
+@dataclass(frozen=True)
+class GenerationCall:
+    """One generate call of an evaluation: how wide, how long, how much of it decoded rows already finished."""
+
+    batch: int
+    longest_context: int  # tokens, after left padding every row's prompt length
+    longest_new: int  # decode steps the call ran: the longest row's new tokens
+    new_tokens: int  # new tokens of all rows, up to each row's end of turn
+    seconds: float
+
+
+def generation_summary(calls: list[GenerationCall], elapsed_s: float) -> dict[str, Any]:
+    """Where an evaluation's generation time went (report.json's timing.generation). ``idle_decode_share`` is the
+    share of row-steps spent on rows that had already ended their turn while the longest one decoded on."""
+    if not calls:
+        return {}
+    seconds = sum(call.seconds for call in calls)
+    slots = sum(call.batch * call.longest_new for call in calls)
+    slowest = sorted(calls, key=lambda call: call.seconds, reverse=True)[:5]
+    return {
+        "calls": len(calls),
+        "seconds": round(seconds, 3),
+        "share_of_elapsed": round(seconds / elapsed_s, 3) if elapsed_s > 0 else None,
+        "mean_batch": round(sum(call.batch for call in calls) / len(calls), 1),
+        "decode_steps": sum(call.longest_new for call in calls),
+        "new_tokens": sum(call.new_tokens for call in calls),
+        "idle_decode_share": round(1 - sum(call.new_tokens for call in calls) / slots, 3) if slots else None,
+        "slowest_calls": [{"batch": call.batch, "longest_context": call.longest_context,
+                           "longest_new": call.longest_new, "seconds": round(call.seconds, 3)} for call in slowest],
+    }
+
+
 @dataclass
 class _Context:
     """One episode as the model sees it: token ids so far, and where the conversation was last read."""
@@ -114,6 +147,7 @@ class ModelPolicy:
         # The most contexts one generate call has held without running out of GPU memory (None: no limit
         # found yet); it only shrinks, so a split pays for a too-large call once.
         self.max_generation_batch: int | None = None
+        self.generation_calls: list[GenerationCall] = []  # every generate call, for the report's timing
         self._contexts: dict[int, _Context | None] = {}
 
     # The runner's BatchPolicy protocol.
@@ -221,6 +255,7 @@ class ModelPolicy:
     @torch.no_grad()
     def generate_batch(self, contexts: list[list[int]]) -> list[Completion]:
         """One turn for each context, all in one left-padded batch."""
+        started = time.perf_counter()
         longest = max(len(ids) for ids in contexts)
         input_ids = torch.tensor([[self.pad_id] * (longest - len(ids)) + ids for ids in contexts])
         attention_mask = torch.tensor([[0] * (longest - len(ids)) + [1] * len(ids) for ids in contexts])
@@ -232,7 +267,12 @@ class ModelPolicy:
             pad_token_id=self.pad_id,
             **self._sampling(),
         )
-        return [self._completion(row[longest:].tolist()) for row in output.cpu()]
+        completions = [self._completion(row[longest:].tolist()) for row in output.cpu()]  # .cpu() waits for the GPU
+        self.generation_calls.append(GenerationCall(
+            batch=len(contexts), longest_context=longest, longest_new=output.shape[1] - longest,
+            new_tokens=sum(len(completion.ids) for completion in completions),
+            seconds=time.perf_counter() - started))
+        return completions
 
     def _sampling(self) -> dict[str, Any]:
         if self.temperature > 0:

@@ -7,7 +7,8 @@ report.json:
     by_hardness   easy/medium/hard/extra/overall -> n, correct, accuracy, mean_steps, mean_steps_correct,
                   post_episode_calls (per episode), answered (share), tool_error_rate, mean_reward
     stop_reasons  how scored episodes ended on the agent's side
-    timing        elapsed_s, episodes_per_second
+    timing        elapsed_s, episodes_per_second, and for a model: generation (its generate calls, their
+                  seconds, mean batch, decode steps, idle_decode_share: row-steps spent on rows already done)
     questions     one record per question (eval.runner.QuestionRecord): db_id, question, hardness,
                   correct, steps, tool_calls, answer, pred_sql, skip_reason, ...
 
@@ -128,6 +129,18 @@ def markdown_table(by_hardness: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def generation_lines(generation: dict[str, Any] | None) -> list[str]:
+    """A model's generation time in a sentence (nothing for scripted policies)."""
+    if not generation:
+        return []
+    idle = generation["idle_decode_share"]
+    sentence = (f"Generation: {generation['calls']} generate calls, {generation['seconds']:.1f} s "
+                f"({_percent(generation['share_of_elapsed'])} of the run), {generation['mean_batch']:g} episodes a "
+                f"call on average, {generation['decode_steps']} decode steps; {_percent(idle)} of the row-steps "
+                "decoded rows that had already ended their turn (a call lasts as long as its longest row).")
+    return [sentence, ""]
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     settings, counts, timing = report["settings"], report["counts"], report["timing"]
     skipped = ", ".join(f"{reason}: {count}" for reason, count in counts["skipped_by_reason"].items())
@@ -143,6 +156,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{counts['scored']} questions scored, {counts['skipped']} skipped" + (f" ({skipped})" if skipped else "")
         + f"; {timing['elapsed_s']:.1f} s, {_number(timing['episodes_per_second'], 1)} episodes/s.",
         "",
+        *generation_lines(timing.get("generation")),
         markdown_table(report["by_hardness"]),
         "",
         "Steps are tool calls inside the episode; post-episode calls came after `answer` or after the budget ran"

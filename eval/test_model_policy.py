@@ -155,6 +155,24 @@ def test_tiny_model_plays_batched_and_writes_every_report_file(tiny_model_dir: P
     pred_lines = files["pred.sql"].read_text().splitlines()
     assert len(pred_lines) == 3 and len(files["gold.sql"].read_text().splitlines()) == 3
     assert all(line == NO_QUERY_SQL for line in pred_lines)  # random weights run no query
+    generation = report["timing"]["generation"]
+    assert generation["calls"] == len(batch_sizes) and generation["mean_batch"] == sum(batch_sizes) / len(batch_sizes)
+    assert generation["new_tokens"] == sum(question["generated_tokens"] for question in report["questions"])
+    assert 0 < generation["decode_steps"] <= 6 * len(batch_sizes) and 0 <= generation["idle_decode_share"] < 1
+    assert "generate calls" in files["report.md"].read_text()
+
+
+def test_the_generation_summary_counts_the_row_steps_spent_on_finished_rows() -> None:
+    from eval.model_policy import GenerationCall, generation_summary
+
+    calls = [GenerationCall(batch=4, longest_context=100, longest_new=10, new_tokens=16, seconds=1.0),  # 40 slots
+             GenerationCall(batch=2, longest_context=120, longest_new=5, new_tokens=10, seconds=3.0)]  # 10, all used
+    summary = generation_summary(calls, elapsed_s=8.0)
+    assert summary["calls"] == 2 and summary["seconds"] == 4.0 and summary["share_of_elapsed"] == 0.5
+    assert summary["decode_steps"] == 15 and summary["new_tokens"] == 26 and summary["mean_batch"] == 3.0
+    assert summary["idle_decode_share"] == 0.48  # 1 - 26 / 50
+    assert [call["seconds"] for call in summary["slowest_calls"]] == [3.0, 1.0]
+    assert generation_summary([], elapsed_s=1.0) == {}
 
 
 # --- generation sized by GPU memory ---------------------------------------------------------------

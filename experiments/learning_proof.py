@@ -34,6 +34,7 @@ later arms: GRPO from it would see only zero rewards.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -222,20 +223,33 @@ def eval_argv(checkpoint: Path, data: Path, split: str, out: Path, scale: Scale,
 
 
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
-    """What the report shows of one eval: accuracy by hardness and the protocol numbers, overall."""
+    """What the report shows of one eval: accuracy by hardness and the protocol numbers, overall, and each scored
+    question's outcome (a "1"/"0" string in the split's order, with a digest of which questions those are), so that
+    two arms can be compared question by question after the GPU machine and its eval folders are gone."""
     overall = report["by_hardness"]["overall"]
+    scored = [question for question in report["questions"] if question["skip_reason"] is None]
     return {
+        "outcomes": "".join("1" if question["correct"] else "0" for question in scored),
+        "questions_digest": questions_digest(scored),
         "accuracy": {group: report["by_hardness"][group]["accuracy"] for group in HARDNESS},
         "n": {group: report["by_hardness"][group]["n"] for group in HARDNESS},
         "answered": overall["answered"], "post_episode_calls": overall["post_episode_calls"],
         "tool_error_rate": overall["tool_error_rate"], "mean_steps": overall["mean_steps"],
         "stop_reasons": report.get("stop_reasons", {}), "seconds": report["timing"]["elapsed_s"],
+        "generation": report["timing"].get("generation", {}),
     }
+
+
+def questions_digest(questions: list[dict[str, Any]]) -> str:
+    """Which questions, in which order: outcomes pair up only between evals with the same digest."""
+    listing = "\n".join(f"{question['db_id']}\t{question['question']}" for question in questions)
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()[:16]
 
 
 CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_episode_calls", "episode/accuracy",
               "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib", "rollout/generation_s",
-              "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens")
+              "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens",
+              "episode/groups_all_correct", "episode/groups_none_correct")
 
 
 def step_curves(phase_dir: Path) -> list[dict[str, float]]:
@@ -347,10 +361,15 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     """The plan's verification list: (check, measured, verdict)."""
     rows = []
     grpo_runs = [run for run in results["runs"].values() if run.get("curves")]
-    peaks = [max(curve(run, "gpu/peak_reserved_gib") or [0.0]) for run in grpo_runs]
+    # Runs made before train.py restarted the peak counter per phase logged the peak of the whole process, evals
+    # of earlier arms included (their entries say so): not a measurement of the phase.
+    own_peak = [run for run in grpo_runs if run.get("peak_memory_is_the_phases", True)]
+    peaks = [max(curve(run, "gpu/peak_reserved_gib") or [0.0]) for run in own_peak]
     peak = max(peaks) if peaks else None
+    excluded = len(grpo_runs) - len(own_peak)
     rows.append(("no OOM with 6 generations (peak reserved GPU memory, all GRPO arms)",
-                 f"{peak:.2f} GiB" if peak else "not run",
+                 (f"{peak:.2f} GiB" if peak else "not run")
+                 + (f" ({excluded} run(s) left out: their counter included earlier evals)" if excluded else ""),
                  "pass" if peak and peak < 22.5 else ("not run" if not peak else "fail")))
 
     def heldout(arm: str, key: str) -> list[float | None]:
@@ -378,6 +397,7 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                   if (value := measured(run, "train_easy", "accuracy", "easy")) is not None]
     rows.append(("easy above 50% before mixed (train-part easy questions, after the easy phase)", _cell(train_easy),
                  "pass" if train_easy and min(train_easy) > 0.5 else ("not run" if not train_easy else "fail")))
+    rows += curriculum_target_rows(results)
     early = lambda arm: [statistics.fmean(curve(run, "reward")[:20]) for run in runs_of(results, arm) if curve(run, "reward")]  # noqa: E731
     hard = lambda arm: [value for run in runs_of(results, arm)  # noqa: E731
                         if (value := measured(run, "heldout", "accuracy", "hard")) is not None]
@@ -387,6 +407,68 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows.append(("few-shot: held-out hard accuracy, with vs without examples",
                  f"{_cell(hard('easy'))} vs {_cell(hard('no-fewshot'))}",
                  "see numbers" if hard("easy") and hard("no-fewshot") else "not run"))
+    return rows
+
+
+def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The issue's targets for the curriculum: held-out accuracy and answered share after it, and what GRPO adds
+    over the warm-up it started from (per seed, against the warm-up's spread across seeds)."""
+    mixed_overall = [measured(run, "heldout", "accuracy", "overall") for run in runs_of(results, "mixed")]
+    mixed_answered = [measured(run, "heldout", "answered") for run in runs_of(results, "mixed")]
+    mean_overall, _ = _mean_spread(mixed_overall)
+    mean_answered, _ = _mean_spread(mixed_answered)
+    rows = [("held-out accuracy after the curriculum >= 40% (mixed, overall)", _cell(mixed_overall),
+             "not run" if mean_overall is None else ("pass" if mean_overall >= 0.40 else "fail")),
+            ("answered >= 95% (held-out, after the curriculum)", _cell(mixed_answered),
+             "not run" if mean_answered is None else ("pass" if mean_answered >= 0.95 else "fail"))]
+    sft_by_seed = {run["seed"]: measured(run, "heldout", "accuracy", "overall") for run in runs_of(results, "sft")}
+    gains = [overall - sft_by_seed[run["seed"]] for run in runs_of(results, "mixed")
+             if (overall := measured(run, "heldout", "accuracy", "overall")) is not None
+             and sft_by_seed.get(run["seed"]) is not None]
+    _, sft_spread = _mean_spread(list(sft_by_seed.values()))
+    if not gains:
+        verdict = "not run"
+    elif statistics.fmean(gains) < 0.05:
+        verdict = "fail"
+    elif sft_spread is None:
+        verdict = "5 points or more; the seed spread is not measured yet (one warm-up)"
+    else:
+        verdict = "pass" if statistics.fmean(gains) > sft_spread else "within the warm-ups' seed spread"
+    spread_text = f"; warm-ups' spread across seeds ± {sft_spread * 100:.1f}" if sft_spread is not None else ""
+    rows.append((("GRPO (easy + mixed) adds >= 5 points over its warm-up, beyond the seed spread (held-out overall, "
+                  "mixed - sft of the same seed)"),
+                 (_cell(gains).replace("%", " points", 1) + spread_text) if gains else "not run", verdict))
+    return rows
+
+
+def mcnemar_p(gained: int, lost: int) -> float:
+    """Exact two-sided McNemar test on the discordant pairs (questions one arm got right and the other wrong)."""
+    if gained + lost == 0:
+        return 1.0
+    from scipy.stats import binomtest
+
+    return float(binomtest(gained, gained + lost, 0.5).pvalue)
+
+
+PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"))
+
+
+def paired_rows(results: dict[str, Any]) -> list[str]:
+    """Markdown rows comparing consecutive main-line arms of one seed question by question on the held-out split,
+    where both evals kept their outcomes over the same questions."""
+    rows = []
+    by_arm_seed = {(run["arm"], run["seed"]): run for run in results["runs"].values()}
+    for seed in sorted({seed for _, seed in by_arm_seed}):
+        for before_arm, after_arm in PAIRED_ARMS:
+            before = by_arm_seed.get((before_arm, seed), {}).get("evals", {}).get("heldout", {})
+            after = by_arm_seed.get((after_arm, seed), {}).get("evals", {}).get("heldout", {})
+            if not (before.get("outcomes") and before.get("questions_digest") == after.get("questions_digest")):
+                continue
+            pairs = list(zip(before["outcomes"], after["outcomes"]))
+            gained, lost = pairs.count(("0", "1")), pairs.count(("1", "0"))
+            rows.append(f"| {seed} | {before_arm} -> {after_arm} | {len(pairs)} | "
+                        f"{before['outcomes'].count('1')} -> {after['outcomes'].count('1')} | {gained} | {lost} | "
+                        f"{mcnemar_p(gained, lost):.2g} |")
     return rows
 
 
@@ -427,6 +509,11 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         for key, name, summary in partial:
             cells = [_cell([summary["accuracy"][group]]).removesuffix(" (n=1)") for group in HARDNESS]
             lines.append(f"| {key} | {name} | {summary['n']['overall']} | " + " | ".join(cells) + " |")
+    paired = paired_rows(results)
+    if paired:
+        lines += ["", ("Question by question on the held-out databases (same seed; exact McNemar test on the "
+                       "questions that changed):"), "", "| seed | arms | questions | correct | gained | lost | p |",
+                  "|---|---|---|---|---|---|---|", *paired]
     lines += ["", "## The plan's verification list", "", "| check | measured | verdict |", "|---|---|---|"]
     lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
     lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]

@@ -161,3 +161,63 @@ def test_results_of_side_by_side_invocations_merge_into_one_file(tmp_path: Path)
     assert results["notes"] == "kept" and "| no-sft | 0.0% (n=1)" in (tmp_path / "report.md").read_text()
     with pytest.raises(SystemExit):
         learning_proof.main([*argv[:4], "--merge", str(tmp_path / "missing.json")])
+
+
+def _heldout(overall: float, outcomes: str = "", digest: str = "d") -> dict:
+    return {"accuracy": {"overall": overall}, "answered": 0.99, "outcomes": outcomes, "questions_digest": digest}
+
+
+def test_an_eval_keeps_each_questions_outcome_with_a_digest_of_which_questions() -> None:
+    groups = {group: {"accuracy": 0.5, "n": 2} for group in learning_proof.HARDNESS}
+    groups["overall"] |= {"answered": 1.0, "post_episode_calls": 0.0, "tool_error_rate": 0.0, "mean_steps": 3.0}
+    questions = [{"db_id": "a", "question": "q1", "correct": True, "skip_reason": None},
+                 {"db_id": "a", "question": "q2", "correct": False, "skip_reason": "gold query failed"},
+                 {"db_id": "b", "question": "q3", "correct": False, "skip_reason": None}]
+    report = {"by_hardness": groups, "timing": {"elapsed_s": 1.0}, "questions": questions}
+    summary = learning_proof.summarize(report)
+    assert summary["outcomes"] == "10"  # skipped questions are not scored, so they have no outcome
+    reordered = learning_proof.summarize(dict(report, questions=questions[::-1]))
+    assert reordered["outcomes"] == "01" and reordered["questions_digest"] != summary["questions_digest"]
+
+
+def test_arms_of_one_seed_compare_question_by_question_only_over_the_same_questions() -> None:
+    runs = {"sft/seed0/gpu": {"arm": "sft", "seed": 0, "evals": {"heldout": _heldout(0.5, "1100")}},
+            "easy/seed0/gpu": {"arm": "easy", "seed": 0, "evals": {"heldout": _heldout(0.75, "1011")}},
+            "mixed/seed0/gpu": {"arm": "mixed", "seed": 0, "evals": {"heldout": _heldout(1.0, "1111", "other")}}}
+    rows = learning_proof.paired_rows({"runs": runs})
+    assert rows == ["| 0 | sft -> easy | 4 | 2 -> 3 | 2 | 1 | 1 |"]  # mixed ran other questions: no pair
+    assert learning_proof.mcnemar_p(7, 2) == pytest.approx(0.1797, abs=1e-4)
+    assert learning_proof.mcnemar_p(0, 0) == 1.0
+
+
+def test_the_curriculum_targets_fail_below_five_points_and_say_when_the_spread_is_unmeasured() -> None:
+    def results(sft: list[float], mixed: list[float]) -> dict:
+        runs = {f"sft/seed{seed}/gpu": {"arm": "sft", "seed": seed, "evals": {"heldout": _heldout(value)}}
+                for seed, value in enumerate(sft)}
+        runs |= {f"mixed/seed{seed}/gpu": {"arm": "mixed", "seed": seed, "evals": {"heldout": _heldout(value)}}
+                 for seed, value in enumerate(mixed)}
+        return {"runs": runs}
+
+    def verdicts(measured_results: dict) -> list[str]:
+        return [verdict for _, _, verdict in learning_proof.curriculum_target_rows(measured_results)]
+
+    assert verdicts({"runs": {}}) == ["not run"] * 3
+    assert verdicts(results([0.420], [0.423])) == ["pass", "pass", "fail"]  # 40% reached, GRPO added 0.3 points
+    assert verdicts(results([0.30], [0.36]))[0] == "fail"
+    assert verdicts(results([0.30], [0.36]))[2].startswith("5 points or more; the seed spread is not measured")
+    # gains of 10 and 5 points: beyond warm-ups 2 points apart, not beyond warm-ups 15 points apart
+    assert verdicts(results([0.30, 0.32], [0.40, 0.37]))[2] == "pass"
+    assert verdicts(results([0.30, 0.45], [0.40, 0.50]))[2] == "within the warm-ups' seed spread"
+
+
+def test_the_memory_check_leaves_out_peaks_that_included_earlier_evals() -> None:
+    def grpo(peak: float, **flags: bool) -> dict:
+        return {"arm": "easy", "seed": 0, "curves": [{"reward": 0.5, "gpu/peak_reserved_gib": peak}], **flags}
+
+    def memory_row(runs: dict) -> tuple[str, str, str]:
+        return learning_proof.verification_rows({"runs": runs})[0]
+
+    assert memory_row({"a": grpo(60.4, peak_memory_is_the_phases=False), "b": grpo(7.0)})[1:] == (
+        "7.00 GiB (1 run(s) left out: their counter included earlier evals)", "pass")
+    assert memory_row({"a": grpo(60.4, peak_memory_is_the_phases=False)})[2] == "not run"
+    assert memory_row({"b": grpo(23.0)})[2] == "fail"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -175,6 +176,7 @@ def test_grpo_run_calls_every_tool_and_the_post_episode_penalty_shows(tmp_path: 
     step_logs = [entry for entry in metrics if "episode/post_episode_calls" in entry]
     assert step_logs and all(entry["episode/post_episode_calls"] == 1.0 for entry in step_logs)
     assert all(entry["frac_reward_zero_std"] == 0.0 for entry in step_logs)  # right and wrong in every group
+    assert all(entry["episode/groups_all_correct"] == 0.0 == entry["episode/groups_none_correct"] for entry in step_logs)
     assert (tmp_path / "easy" / "training_curves.png").stat().st_size > 0
     assert json.loads((tmp_path / "easy" / "train_config.json").read_text())["grpo"]["num_generations"] == 2
 
@@ -481,3 +483,42 @@ def test_generation_times_are_per_optimizer_step_whatever_the_logging_interval()
     assert metrics["rollout/generation_calls"] == 1.5 and metrics["rollout/generation_s"] == 2.0
     assert metrics["rollout/generated_tokens"] == 45.5 and metrics["rollout/longest_turn_tokens"] == 40
     assert metrics["rollout/generation_share"] == 0.5
+
+
+
+def test_gpu_memory_accounting_frees_the_cache_then_restarts_the_peak(monkeypatch: pytest.MonkeyPatch) -> None:
+    from training_logs import start_gpu_memory_accounting
+
+    calls: list[str] = []
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *args: calls.append("reset_peak"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    start_gpu_memory_accounting()
+    assert calls == []  # no GPU: nothing to do
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    start_gpu_memory_accounting()
+    assert calls == ["empty_cache", "reset_peak"]  # the peak restarts from what stays reserved after the free
+
+
+def test_a_phase_starts_its_own_gpu_memory_peak_before_loading(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The learning proof trains after evals in one process: a phase's logged peak must not be theirs.
+    calls: list[str] = []
+    load_model = train.load_model
+    monkeypatch.setattr(train, "start_gpu_memory_accounting", lambda: calls.append("accounting"))
+
+    def recorded_load_model(*args: Any, **kwargs: Any) -> Any:
+        calls.append("load")
+        return load_model(*args, **kwargs)
+
+    monkeypatch.setattr(train, "load_model", recorded_load_model)
+    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1")
+    assert calls == ["accounting", "load"]
+
+
+def test_groups_without_variance_are_told_apart_by_whether_all_or_none_solved_it() -> None:
+    from training_logs import solved_group_shares
+
+    correct = [True, True, True, False, False, False, True, False, False]  # groups of 3: all, none, mixed
+    assert solved_group_shares(correct, 3) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
+    assert solved_group_shares([], 3) == (0.0, 0.0)
