@@ -457,11 +457,11 @@ def paired_rows(results: dict[str, Any]) -> list[str]:
     """Markdown rows comparing consecutive main-line arms of one seed question by question on the held-out split,
     where both evals kept their outcomes over the same questions."""
     rows = []
-    by_arm_seed = {(run["arm"], run["seed"]): run for run in results["runs"].values()}
-    for seed in sorted({seed for _, seed in by_arm_seed}):
+    runs = {(run["arm"], run["seed"], run.get("scale")): run for run in results["runs"].values()}
+    for seed, scale in sorted({(seed, scale) for _, seed, scale in runs}, key=str):
         for before_arm, after_arm in PAIRED_ARMS:
-            before = by_arm_seed.get((before_arm, seed), {}).get("evals", {}).get("heldout", {})
-            after = by_arm_seed.get((after_arm, seed), {}).get("evals", {}).get("heldout", {})
+            before = runs.get((before_arm, seed, scale), {}).get("evals", {}).get("heldout", {})
+            after = runs.get((after_arm, seed, scale), {}).get("evals", {}).get("heldout", {})
             if not (before.get("outcomes") and before.get("questions_digest") == after.get("questions_digest")):
                 continue
             pairs = list(zip(before["outcomes"], after["outcomes"]))
