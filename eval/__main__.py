@@ -24,7 +24,7 @@ from pathlib import Path
 from eval.checkpoint import import_unsloth
 
 # Nothing imported here loads transformers, so --backend unsloth can still import unsloth before it.
-from eval.evaluate import BACKENDS, EvalSettings, build_policy, default_backend, evaluate, load_questions
+from eval.evaluate import BACKENDS, GENERATION_MODES, EvalSettings, build_policy, default_backend, evaluate, load_questions
 from eval.report import markdown_table, write_report
 from eval.runner import BatchPolicy
 from policies import SCRIPTED_POLICIES, Policy
@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=EvalSettings.seed, help=help_of["seed"])
     parser.add_argument("--base-model", "--base_model", help=help_of["base_model"])
     parser.add_argument("--backend", choices=BACKENDS, default=None, help=help_of["backend"])
+    parser.add_argument("--generation", choices=GENERATION_MODES, default=EvalSettings.generation,
+                        help=help_of["generation"])
     parser.add_argument("--no-progress", "--no_progress", dest="progress", action="store_false", help="Hide progress bars.")
     return parser
 

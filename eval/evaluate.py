@@ -28,6 +28,7 @@ from spider_data import BUILTIN_DATA_DIR, SPLIT_FILES, SpiderSplit, load_split
 from sql_structure import Hardness
 
 BACKENDS = ("transformers", "unsloth")
+GENERATION_MODES = ("padded", "continuous")
 DEFAULT_OUT_ROOT = Path("eval_out")
 
 
@@ -62,6 +63,10 @@ class EvalSettings:
     base_model: str | None = field(default=None, metadata={"help": "Base model for an adapter, if not its own."})
     backend: str = field(default_factory=default_backend,
                          metadata={"help": "unsloth (default on a CUDA GPU with unsloth installed) or transformers."})
+    generation: str = field(default="padded", metadata={
+        "help": "padded: each turn in left-padded generate calls that last as long as their longest row; continuous: "
+                "transformers' continuous batching (paged KV cache, rows leave when their turn ends; --backend "
+                "transformers only; not yet measured on a GPU)."})
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
     def __post_init__(self) -> None:
@@ -86,6 +91,11 @@ class EvalSettings:
             raise ValueError(f"--temperature must be 0 (greedy) or more, got {self.temperature}")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}")
+        if self.generation not in GENERATION_MODES:
+            raise ValueError(f"unknown generation {self.generation!r}; choose from {', '.join(GENERATION_MODES)}")
+        if self.generation == "continuous" and self.checkpoint is not None and self.backend == "unsloth":
+            # Unsloth replaces the attention forward with its own kernels, which do not read a paged cache.
+            raise ValueError("--generation continuous runs on transformers' own attention: add --backend transformers")
         self.data_dir = Path(self.data_dir)
 
     @property
@@ -125,7 +135,8 @@ def build_policy(settings: EvalSettings) -> Policy | BatchPolicy:
     else:
         model, tokenizer = load_checkpoint(settings.checkpoint, base_model=settings.base_model)
     return ModelPolicy(
-        model, tokenizer, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, name=settings.name
+        model, tokenizer, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, name=settings.name,
+        continuous=settings.generation == "continuous",
     )
 
 

@@ -39,6 +39,7 @@ DEFAULT_MAX_NEW_TOKENS = 512
 # Share of the GPU's free memory one generate call may fill with its KV cache. The rest is headroom for
 # the prefill's activations and the allocator's fragments; a call that still runs out halves the batch.
 KV_CACHE_SHARE_OF_FREE_MEMORY = 0.5
+CPU_TOKENS_PER_FORWARD = 512  # continuous batching on a CPU: tokens one forward pass takes (prefill chunks)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class GenerationCall:
     longest_new: int  # decode steps the call ran: the longest row's new tokens
     new_tokens: int  # new tokens of all rows, up to each row's end of turn
     seconds: float
+    continuous: bool = False  # continuous batching: rows leave as they end, so no row-steps are idle
 
 
 def generation_summary(calls: list[GenerationCall], elapsed_s: float) -> dict[str, Any]:
@@ -89,7 +91,8 @@ def generation_summary(calls: list[GenerationCall], elapsed_s: float) -> dict[st
     if not calls:
         return {}
     seconds = sum(call.seconds for call in calls)
-    slots = sum(call.batch * call.longest_new for call in calls)
+    padded = [call for call in calls if not call.continuous]
+    slots = sum(call.batch * call.longest_new for call in padded)
     slowest = sorted(calls, key=lambda call: call.seconds, reverse=True)[:5]
     return {
         "calls": len(calls),
@@ -98,7 +101,7 @@ def generation_summary(calls: list[GenerationCall], elapsed_s: float) -> dict[st
         "mean_batch": round(sum(call.batch for call in calls) / len(calls), 1),
         "decode_steps": sum(call.longest_new for call in calls),
         "new_tokens": sum(call.new_tokens for call in calls),
-        "idle_decode_share": round(1 - sum(call.new_tokens for call in calls) / slots, 3) if slots else None,
+        "idle_decode_share": round(1 - sum(call.new_tokens for call in padded) / slots, 3) if slots else None,
         "slowest_calls": [{"batch": call.batch, "longest_context": call.longest_context,
                            "longest_new": call.longest_new, "seconds": round(call.seconds, 3)} for call in slowest],
     }
@@ -125,6 +128,7 @@ class ModelPolicy:
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.0,
         name: str = "model",
+        continuous: bool = False,
     ) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
@@ -135,6 +139,7 @@ class ModelPolicy:
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.name = name
+        self.continuous = continuous  # transformers' continuous batching instead of padded generate calls
         # Only the bound methods are read: transformers builds the tool schemas from them.
         self.tools = tool_methods(SQLEnv())
         self.tokenizer = prepare_tokenizer(tokenizer)
@@ -219,6 +224,8 @@ class ModelPolicy:
     def generate(self, contexts: list[list[int]]) -> list[Completion]:
         """One turn for each context, in as few left-padded generate calls as GPU memory allows (contexts
         of similar length together, so little of each call is padding); completions in the given order."""
+        if self.continuous:
+            return self.generate_continuous(contexts)
         order = sorted(range(len(contexts)), key=lambda index: len(contexts[index]))
         ordered = [contexts[index] for index in order]
         completions: dict[int, Completion] = {}
@@ -273,6 +280,40 @@ class ModelPolicy:
             new_tokens=sum(len(completion.ids) for completion in completions),
             seconds=time.perf_counter() - started))
         return completions
+
+    @torch.no_grad()
+    def generate_continuous(self, contexts: list[list[int]]) -> list[Completion]:
+        """One turn for each context through transformers' continuous batching: a paged KV cache, each row
+        leaving the batch at its own end of turn (no row waits on the longest), prompts sharing cache blocks."""
+        from transformers import GenerationConfig
+
+        started = time.perf_counter()
+        config = GenerationConfig(max_new_tokens=self.max_new_tokens, eos_token_id=self.stop_ids,
+                                  pad_token_id=self.pad_id, **self._sampling())
+        outputs = list(self.model.generate_batch(inputs=contexts, generation_config=config, progress_bar=False,
+                                                 continuous_batching_config=self._paged_cache(contexts)).values())
+        failed = [output.error for output in outputs if output.error is not None]
+        if len(outputs) != len(contexts) or failed:  # generate_batch logs failures and returns what finished
+            raise RuntimeError(f"continuous batching returned {len(outputs) - len(failed)} of {len(contexts)} turns"
+                               + (f"; first error: {failed[0]}" if failed else "") + "; try --generation padded")
+        completions = [self._completion(list(output.generated_tokens)) for output in outputs]
+        self.generation_calls.append(GenerationCall(
+            batch=len(contexts), longest_context=max(len(ids) for ids in contexts),
+            longest_new=max(len(output.generated_tokens) for output in outputs),
+            new_tokens=sum(len(completion.ids) for completion in completions),
+            seconds=time.perf_counter() - started, continuous=True))
+        return completions
+
+    def _paged_cache(self, contexts: list[list[int]]) -> Any:
+        """On a GPU, transformers sizes the paged cache by free memory (and queues what does not fit); on a CPU
+        it would take a share of the machine's RAM (tens of seconds to set up), so give it what the turn needs."""
+        from transformers import ContinuousBatchingConfig
+
+        if self.model.device.type == "cuda":
+            return None
+        block = ContinuousBatchingConfig().block_size
+        blocks = sum(-(-(len(ids) + self.max_new_tokens) // block) for ids in contexts)
+        return ContinuousBatchingConfig(num_blocks=blocks + 1, max_batch_tokens=CPU_TOKENS_PER_FORWARD)
 
     def _sampling(self) -> dict[str, Any]:
         if self.temperature > 0:

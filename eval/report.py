@@ -134,10 +134,12 @@ def generation_lines(generation: dict[str, Any] | None) -> list[str]:
     if not generation:
         return []
     idle = generation["idle_decode_share"]
+    waiting = ("rows left the batch as they ended (continuous batching)" if idle is None else
+               f"{_percent(idle)} of the row-steps decoded rows that had already ended their turn (a call lasts as "
+               "long as its longest row)")
     sentence = (f"Generation: {generation['calls']} generate calls, {generation['seconds']:.1f} s "
                 f"({_percent(generation['share_of_elapsed'])} of the run), {generation['mean_batch']:g} episodes a "
-                f"call on average, {generation['decode_steps']} decode steps; {_percent(idle)} of the row-steps "
-                "decoded rows that had already ended their turn (a call lasts as long as its longest row).")
+                f"call on average, {generation['decode_steps']} decode steps; {waiting}.")
     return [sentence, ""]
 
 

@@ -254,3 +254,50 @@ def test_generate_calls_are_sized_by_the_kv_cache_that_fits(tiny_model_dir: Path
     monkeypatch.setattr(model_policy, "free_gpu_memory", lambda model: 2 * 64 * 30 * 3)  # 3 contexts of 30 tokens
     policy.generate([[5] * 20] * 7)
     assert per_token == 64 and model.calls == [3, 3, 1]
+
+
+# --- continuous batching -------------------------------------------------------------------------
+
+
+def test_continuous_batching_plays_every_episode_exactly_as_padded_calls_do(tiny_model_dir: Path,
+                                                                             tmp_path: Path) -> None:
+    reports = {}
+    for generation in ("padded", "continuous"):
+        settings = EvalSettings(checkpoint=tiny_model_dir, limit=4, batch_size=4, max_new_tokens=8,
+                                out=tmp_path / generation, progress=False, generation=generation)
+        reports[generation] = evaluate(settings, load_questions(settings), build_policy(settings))
+    padded, continuous = reports["padded"], reports["continuous"]
+    assert continuous["questions"] == padded["questions"]  # the same tokens, calls, stop reasons and scores
+    assert continuous["timing"]["generation"]["calls"] >= 1
+    assert continuous["timing"]["generation"]["idle_decode_share"] is None  # rows leave as they end: none idle
+    assert padded["timing"]["generation"]["idle_decode_share"] is not None
+
+
+def test_continuous_batching_ends_each_row_at_its_own_stop_as_padded_calls_do(tiny_model_dir: Path,
+                                                                               tokenizer: Any) -> None:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    torch.manual_seed(0)
+    with torch.no_grad():  # the tiny model's small random weights write one token over and over: spread them
+        for parameter in model.parameters():
+            parameter.normal_(0, 0.3)
+    policy = ModelPolicy(model, tokenizer, max_new_tokens=8)
+    contexts = [policy.prompt_ids([{"role": "user", "content": f"How many singers are there? {'x ' * repeat}"}])
+                for repeat in (3, 1, 5, 2, 4)]
+    # Random weights never write an end of turn; make a token some rows write mid-turn a stop, so that rows
+    # end at different lengths and others run to the cap.
+    first = policy.generate(contexts)
+    policy.stop_ids = [*policy.stop_ids, first[0].ids[5]]
+    padded = policy.generate(contexts)
+    policy.continuous = True
+    continuous = policy.generate(contexts)
+    assert [(c.ids, c.truncated) for c in continuous] == [(c.ids, c.truncated) for c in padded]
+    assert {completion.truncated for completion in padded} == {True, False}  # some stopped, some ran to the cap
+
+
+def test_continuous_batching_refuses_unsloth_and_unknown_modes_up_front(tiny_model_dir: Path) -> None:
+    with pytest.raises(ValueError, match="--backend transformers"):
+        EvalSettings(checkpoint=tiny_model_dir, backend="unsloth", generation="continuous")
+    with pytest.raises(ValueError, match="unknown generation 'paged'"):
+        EvalSettings(checkpoint=tiny_model_dir, generation="paged")

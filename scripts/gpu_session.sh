@@ -5,6 +5,8 @@
 #   chunk NN       carry .m/part.NN: one piece of the Qwen2.5-Coder-0.5B GGUF into /tmp/m
 #   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn)
+#   eval-modes ADAPTER  the held-out eval of one adapter with Unsloth's padded generate calls (the default) and
+#                  with transformers' continuous batching, one after the other; reports and timings to $OUT
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
 #   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log;
 #                  returns at once. Start one and give it every seed (--arms sft easy mixed --seeds 0 1 2: arm
@@ -47,6 +49,15 @@ case "$stage" in
       ${START_ADAPTER:+--start-adapter "$START_ADAPTER"} ${DATA_DIR:+--data-dir "$DATA_DIR"} \
       --out "$out/multiturn.json" > "$out/bench.log" 2>&1 || echo "gpu_backends.py exited with $?"
     tail -c 6000 "$out/bench.log"
+    ;;
+  eval-modes)
+    for mode in "unsloth padded" "transformers continuous"; do
+      read -r backend generation <<< "$mode"
+      python3 -m eval --checkpoint "$1" --data-dir /tmp/lp/data --split dev --max-new-tokens 256 --no-progress \
+        --backend "$backend" --generation "$generation" --out "$out/eval-$backend-$generation" \
+        > "$out/eval-$backend-$generation.log" 2>&1 || echo "eval ($mode) exited with $?"
+      echo "$mode: $(grep -E '^[0-9.]+ s; report' "$out/eval-$backend-$generation.log" || tail -2 "$out/eval-$backend-$generation.log")"
+    done
     ;;
   proof)
     convert
