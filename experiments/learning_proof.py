@@ -531,6 +531,12 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
     report_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def moving_average(values: list[float], window: int = 10) -> tuple[range, list[float]]:
+    """Steps 1..n and the mean of each step's last ``window`` values (fewer at the start)."""
+    averaged = [statistics.fmean(values[max(0, i - window + 1): i + 1]) for i in range(len(values))]
+    return range(1, len(values) + 1), averaged
+
+
 def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
     """Reward, zero-advantage share and post-episode calls over steps, for every GRPO run."""
     runs = {key: run for key, run in sorted(results["runs"].items()) if run.get("curves")}
@@ -544,16 +550,22 @@ def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     figure, axes = plt.subplots(1, 3, figsize=(16, 4))
     for axis, key, title in ((axes[0], "reward", "reward (group mean)"),
-                             (axes[1], "frac_reward_zero_std", "groups with zero advantage"),
+                             (axes[1], "frac_reward_zero_std", "groups with no reward variance"),
                              (axes[2], "episode/post_episode_calls", "calls after the episode, per episode")):
         for name, run in runs.items():
-            values = curve(run, key)
-            window = [statistics.fmean(values[max(0, i - 9): i + 1]) for i in range(len(values))]
-            axis.plot(range(1, len(values) + 1), window, label=name)
-        axis.set_title(f"{title}, 10-step moving average")
+            line, = axis.plot(*moving_average(curve(run, key)), label=name)
+            if key == "frac_reward_zero_std" and curve(run, "episode/groups_all_correct"):
+                # Which of the two kinds of no-variance group: every completion right (dashed) or none (dotted).
+                axis.plot(*moving_average(curve(run, "episode/groups_all_correct")), color=line.get_color(),
+                          linestyle="--", linewidth=1)
+                axis.plot(*moving_average(curve(run, "episode/groups_none_correct")), color=line.get_color(),
+                          linestyle=":", linewidth=1)
+                axis.set_ylabel("share (dashed: all right, dotted: none right)")
+        axis.set_title(title)
         axis.set_xlabel("GRPO step")
         axis.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
+    figure.suptitle("10-step moving averages")
     figure.tight_layout()
     path = folder / "curves.png"
     figure.savefig(path, dpi=100)
