@@ -47,17 +47,20 @@ def _mean(values: list[float]) -> float:
     return statistics.fmean(values) if values else 0.0
 
 
+def _prompt_groups(values: list[Any], group_size: int) -> list[list[Any]]:
+    """Consecutive runs of group_size values: TRL orders a batch's completions prompt group by prompt group."""
+    return [values[start : start + group_size] for start in range(0, len(values), group_size)]
+
+
 def zero_advantage_share(rewards: list[float], group_size: int) -> float:
     """Share of prompt groups whose completions all got the same reward (no gradient signal)."""
-    groups = [rewards[start : start + group_size] for start in range(0, len(rewards), group_size)]
-    return _mean([float(max(group) - min(group) < 1e-9) for group in groups if group])
+    return _mean([float(max(group) - min(group) < 1e-9) for group in _prompt_groups(rewards, group_size)])
 
 
 def solved_group_shares(correct: list[bool], group_size: int) -> tuple[float, float]:
     """Shares of prompt groups that every completion solved and that none did: the two ways a group loses its
     reward variance (too easy for the model now, or out of its reach), which call for different fixes."""
-    groups = [correct[start : start + group_size] for start in range(0, len(correct), group_size)]
-    groups = [group for group in groups if group]
+    groups = _prompt_groups(correct, group_size)
     return _mean([float(all(group)) for group in groups]), _mean([float(not any(group)) for group in groups])
 
 

@@ -343,6 +343,11 @@ def runs_of(results: dict[str, Any], arm: str) -> list[dict[str, Any]]:
     return [run for run in results["runs"].values() if run["arm"] == arm]
 
 
+def runs_by_seed(results: dict[str, Any], arm: str) -> dict[tuple[int, str | None], dict[str, Any]]:
+    """An arm's runs by (seed, scale): the runs of two arms that pair up (one continues the other)."""
+    return {(run["seed"], run.get("scale")): run for run in runs_of(results, arm)}
+
+
 def fit_slope(values: list[float]) -> tuple[float, float, float] | None:
     """OLS slope of values over steps, its standard error and p-value (None when too few points)."""
     if len(values) < 3 or len(set(values)) < 2:
@@ -421,11 +426,12 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
              "not run" if mean_overall is None else ("pass" if mean_overall >= 0.40 else "fail")),
             ("answered >= 95% (held-out, after the curriculum)", _cell(mixed_answered),
              "not run" if mean_answered is None else ("pass" if mean_answered >= 0.95 else "fail"))]
-    sft_by_seed = {run["seed"]: measured(run, "heldout", "accuracy", "overall") for run in runs_of(results, "sft")}
-    gains = [overall - sft_by_seed[run["seed"]] for run in runs_of(results, "mixed")
+    sft_overall = {key: measured(run, "heldout", "accuracy", "overall")
+                   for key, run in runs_by_seed(results, "sft").items()}
+    gains = [overall - sft_overall[key] for key, run in runs_by_seed(results, "mixed").items()
              if (overall := measured(run, "heldout", "accuracy", "overall")) is not None
-             and sft_by_seed.get(run["seed"]) is not None]
-    _, sft_spread = _mean_spread(list(sft_by_seed.values()))
+             and sft_overall.get(key) is not None]
+    _, sft_spread = _mean_spread(list(sft_overall.values()))
     if not gains:
         verdict = "not run"
     elif statistics.fmean(gains) < 0.05:
@@ -457,11 +463,11 @@ def paired_rows(results: dict[str, Any]) -> list[str]:
     """Markdown rows comparing consecutive main-line arms of one seed question by question on the held-out split,
     where both evals kept their outcomes over the same questions."""
     rows = []
-    runs = {(run["arm"], run["seed"], run.get("scale")): run for run in results["runs"].values()}
-    for seed, scale in sorted({(seed, scale) for _, seed, scale in runs}, key=str):
+    by_arm = {arm: runs_by_seed(results, arm) for pair in PAIRED_ARMS for arm in pair}
+    for seed, scale in sorted(set().union(*by_arm.values()), key=str):
         for before_arm, after_arm in PAIRED_ARMS:
-            before = runs.get((before_arm, seed, scale), {}).get("evals", {}).get("heldout", {})
-            after = runs.get((after_arm, seed, scale), {}).get("evals", {}).get("heldout", {})
+            before = by_arm[before_arm].get((seed, scale), {}).get("evals", {}).get("heldout", {})
+            after = by_arm[after_arm].get((seed, scale), {}).get("evals", {}).get("heldout", {})
             if not (before.get("outcomes") and before.get("questions_digest") == after.get("questions_digest")):
                 continue
             pairs = list(zip(before["outcomes"], after["outcomes"]))

@@ -221,3 +221,13 @@ def test_the_memory_check_leaves_out_peaks_that_included_earlier_evals() -> None
         "7.00 GiB (1 run(s) left out: their counter included earlier evals)", "pass")
     assert memory_row({"a": grpo(60.4, peak_memory_is_the_phases=False)})[2] == "not run"
     assert memory_row({"b": grpo(23.0)})[2] == "fail"
+
+
+def test_what_grpo_adds_is_measured_against_the_warm_up_of_the_same_seed_and_scale() -> None:
+    def run(arm: str, scale: str, overall: float) -> dict:
+        return {"arm": arm, "seed": 0, "scale": scale, "evals": {"heldout": _heldout(overall)}}
+
+    runs = {"sft/seed0/gpu": run("sft", "gpu", 0.40), "sft/seed0/quick": run("sft", "quick", 0.90),
+            "mixed/seed0/gpu": run("mixed", "gpu", 0.46)}
+    (_, gain, _), = [row for row in learning_proof.curriculum_target_rows({"runs": runs}) if row[0].startswith("GRPO")]
+    assert gain.startswith("6.0 points (n=1)")  # against the gpu warm-up, not the quick one
