@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", choices=BACKENDS, default=None, help=help_of["backend"])
     parser.add_argument("--generation", choices=GENERATION_MODES, default=EvalSettings.generation,
                         help=help_of["generation"])
+    parser.add_argument("--first-round-tokens", "--first_round_tokens", type=int,
+                        default=EvalSettings.first_round_tokens, help=help_of["first_round_tokens"])
     parser.add_argument("--no-progress", "--no_progress", dest="progress", action="store_false", help="Hide progress bars.")
     return parser
 

@@ -20,7 +20,12 @@ import torch
 
 from agent_env import DEFAULT_STEP_BUDGET
 from eval.checkpoint import checkpoint_kind, load_checkpoint, load_with_unsloth
-from eval.model_policy import DEFAULT_MAX_NEW_TOKENS, ModelPolicy, generation_summary
+from eval.model_policy import (
+    DEFAULT_MAX_NEW_TOKENS,
+    FIRST_ROUND_TOKENS,
+    ModelPolicy,
+    generation_summary,
+)
 from eval.report import build_report
 from eval.runner import BatchPolicy, play_split
 from policies import SCRIPTED_POLICIES, Policy, make_policy
@@ -28,7 +33,7 @@ from spider_data import BUILTIN_DATA_DIR, SPLIT_FILES, SpiderSplit, load_split
 from sql_structure import Hardness
 
 BACKENDS = ("transformers", "unsloth")
-GENERATION_MODES = ("padded", "continuous")
+GENERATION_MODES = ("padded", "rounds", "continuous")
 DEFAULT_OUT_ROOT = Path("eval_out")
 
 
@@ -64,9 +69,12 @@ class EvalSettings:
     backend: str = field(default_factory=default_backend,
                          metadata={"help": "unsloth (default on a CUDA GPU with unsloth installed) or transformers."})
     generation: str = field(default="padded", metadata={
-        "help": "padded: each turn in left-padded generate calls that last as long as their longest row; continuous: "
-                "transformers' continuous batching (paged KV cache, rows leave when their turn ends; --backend "
-                "transformers only; not yet measured on a GPU)."})
+        "help": "padded: each turn in left-padded generate calls that last as long as their longest row; rounds: "
+                "padded calls of --first-round-tokens for every row, then the rest of the turn for the rows still "
+                "writing (not yet measured on a GPU); continuous: transformers' continuous batching (paged KV cache, "
+                "rows leave when their turn ends; --backend transformers only)."})
+    first_round_tokens: int = field(default=FIRST_ROUND_TOKENS, metadata={
+        "help": f"--generation rounds: tokens of a turn's first round (default {FIRST_ROUND_TOKENS})."})
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
     def __post_init__(self) -> None:
@@ -83,7 +91,7 @@ class EvalSettings:
         unknown = [name for name in self.hardness or [] if name not in valid_hardness]
         if unknown:
             raise ValueError(f"unknown hardness {', '.join(unknown)}; choose from {', '.join(valid_hardness)}")
-        for name in ("limit", "step_budget", "batch_size", "max_new_tokens"):
+        for name in ("limit", "step_budget", "batch_size", "max_new_tokens", "first_round_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -137,6 +145,7 @@ def build_policy(settings: EvalSettings) -> Policy | BatchPolicy:
     return ModelPolicy(
         model, tokenizer, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, name=settings.name,
         continuous=settings.generation == "continuous",
+        first_round_tokens=settings.first_round_tokens if settings.generation == "rounds" else None,
     )
 
 

@@ -301,3 +301,58 @@ def test_continuous_batching_refuses_unsloth_and_unknown_modes_up_front(tiny_mod
         EvalSettings(checkpoint=tiny_model_dir, backend="unsloth", generation="continuous")
     with pytest.raises(ValueError, match="unknown generation 'paged'"):
         EvalSettings(checkpoint=tiny_model_dir, generation="paged")
+
+
+# --- generation in rounds ------------------------------------------------------------------------
+
+
+def spread_tiny_model(tiny_model_dir: Path) -> Any:
+    """The tiny Qwen3 with its small random weights spread (as they are, it writes one token over and over)."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.normal_(0, 0.3)
+    return model
+
+
+def test_rounds_give_every_row_the_tokens_one_call_gives_it(tiny_model_dir: Path, tokenizer: Any) -> None:
+    policy = ModelPolicy(spread_tiny_model(tiny_model_dir), tokenizer, max_new_tokens=10)
+    questions = ["How many singers are there?", "List every concert name.", "Which stadium is largest?",
+                 "What is the average age of singers?", "Count the songs released after 2000.",
+                 "Name the oldest singer.", "Show all countries.", "How many stadiums hold over 5000?"]
+    contexts = [policy.prompt_ids([{"role": "user", "content": question}]) for question in questions]
+    # Random weights never end a turn: make a token the first row writes third and one the seventh row writes
+    # fifth stops, so that rows end inside the first round, inside the second, or run to the cap.
+    first = policy.generate(contexts)
+    policy.stop_ids = [*policy.stop_ids, first[0].ids[2], first[6].ids[4]]
+    one_call = policy.generate(contexts)
+    policy.first_round_tokens = 3
+    policy.generation_calls.clear()
+    rounds = policy.generate(contexts)
+    assert [(c.ids, c.truncated) for c in rounds] == [(c.ids, c.truncated) for c in one_call]
+    lengths = [len(completion.ids) for completion in one_call]
+    still_writing = sum(length > 3 or completion.truncated for length, completion in zip(lengths, one_call))
+    assert 0 < still_writing < len(contexts)  # both rounds ran, and the second one without the finished rows
+    assert [(call.batch, call.longest_new) for call in policy.generation_calls] == [
+        (len(contexts), 3), (still_writing, max(lengths) - 3)]
+    assert {completion.truncated for completion in one_call} == {True, False}
+
+
+def test_an_eval_in_rounds_plays_every_episode_as_one_call_a_turn_does(tiny_model_dir: Path, tmp_path: Path) -> None:
+    reports = {}
+    for generation in ("padded", "rounds"):
+        settings = EvalSettings(checkpoint=tiny_model_dir, limit=4, batch_size=4, max_new_tokens=8, first_round_tokens=3,
+                                out=tmp_path / generation, progress=False, generation=generation)
+        reports[generation] = evaluate(settings, load_questions(settings), build_policy(settings))
+    assert reports["rounds"]["questions"] == reports["padded"]["questions"]
+    assert reports["rounds"]["settings"]["generation"] == "rounds"
+
+
+def test_rounds_refuse_a_first_round_of_no_tokens(tiny_model_dir: Path, tokenizer: Any) -> None:
+    with pytest.raises(ValueError, match="--first-round-tokens must be at least 1, got 0"):
+        EvalSettings(checkpoint=tiny_model_dir, generation="rounds", first_round_tokens=0)
+    with pytest.raises(ValueError, match="first_round_tokens must be at least 1"):
+        ModelPolicy(RunsOutOfMemoryAbove(limit=9), tokenizer, first_round_tokens=0)

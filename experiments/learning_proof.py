@@ -87,6 +87,8 @@ class Scale:
     eval_train_easy_limit: int | None
     eval_heldout_limit: int | None
     eval_max_new_tokens: int
+    # python -m eval's --generation: padded (one call a turn, every measured run so far) or rounds.
+    eval_generation: str = "padded"
 
 
 SCALES = {
@@ -215,6 +217,8 @@ def eval_argv(checkpoint: Path, data: Path, split: str, out: Path, scale: Scale,
               limit: int | None) -> list[str]:
     argv = ["--checkpoint", str(checkpoint), "--data-dir", str(data), "--split", split, "--out", str(out),
             "--max-new-tokens", str(scale.eval_max_new_tokens), "--no-progress"]
+    if scale.eval_generation != "padded":  # the default is left out, so earlier runs' commands still read the same
+        argv += ["--generation", scale.eval_generation]
     if hardness:
         argv += ["--hardness", *hardness]
     if limit is not None:
@@ -600,6 +604,9 @@ def main(argv: list[str] | None = None) -> int:
                                                              "results and report in --work")
     parser.add_argument("--steps", type=int, default=None,
                         help="GRPO steps of every arm run now (default: the scale's; the report shows the number run)")
+    parser.add_argument("--eval-generation", choices=("padded", "rounds"), default="padded",
+                        help="how the evals generate a turn (python -m eval --generation); rounds is not yet measured "
+                             "on a GPU")
     parser.add_argument("--report-only", action="store_true", help="regenerate the report from the results file")
     parser.add_argument("--merge", type=Path, nargs="+", default=[], metavar="RESULTS",
                         help="add the runs of these results files (invocations run side by side) to --results, "
@@ -635,6 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.steps is not None:
         scale = replace(scale, easy_steps=arguments.steps, mixed_steps=arguments.steps,
                         ablation_steps=arguments.steps)
+    scale = replace(scale, eval_generation=arguments.eval_generation)
     if (arguments.data_dir / "train_spider.json").is_file() and not (arguments.data_dir / "dev.json").is_file():
         data = split_by_database(arguments.data_dir, arguments.work, held_out_databases())
     else:

@@ -5,13 +5,14 @@
 #   chunk NN       carry .m/part.NN: one piece of the Qwen2.5-Coder-0.5B GGUF into /tmp/m
 #   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn)
-#   eval-modes ADAPTER  the held-out eval of one adapter with Unsloth's padded generate calls (the default) and
-#                  with transformers' continuous batching, one after the other; reports and timings to $OUT
+#   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
+#                  one after the other in one process (benchmarks/eval_generation.py); figures to $OUT
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
 #   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log;
 #                  returns at once. Start one and give it every seed (--arms sft easy mixed --seeds 0 1 2: arm
 #                  by arm, one GPU process at a time): side by side, three evals ran 3-5x slower each than alone
-#   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results and logs to $OUT
+#   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results, logs and
+#                  per-step metrics to $OUT
 #   stop NAME      end a background run
 # Here, first: bash scripts/fetch_gpu_wheels.sh; tar czf .spider.tgz -C ../shared spider;
 #   split -b 58M -d <the GGUF> .m/part.   (python models.py fetch writes the GGUF's pieces' wheels;
@@ -51,13 +52,12 @@ case "$stage" in
     tail -c 6000 "$out/bench.log"
     ;;
   eval-modes)
-    for mode in "unsloth padded" "transformers continuous"; do
-      read -r backend generation <<< "$mode"
-      python3 -m eval --checkpoint "$1" --data-dir /tmp/lp/data --split dev --max-new-tokens 256 --no-progress \
-        --backend "$backend" --generation "$generation" --out "$out/eval-$backend-$generation" \
-        > "$out/eval-$backend-$generation.log" 2>&1 || echo "eval ($mode) exited with $?"
-      echo "$mode: $(grep -E '^[0-9.]+ s; report' "$out/eval-$backend-$generation.log" || tail -2 "$out/eval-$backend-$generation.log")"
-    done
+    # One process, the model loaded once under Unsloth: the held-out eval with one padded call a turn, then in
+    # rounds (benchmarks/eval_generation.py; 2026-12-01e measured padded against continuous, 240 vs 214 s).
+    python3 benchmarks/eval_generation.py --checkpoint "$1" --data-dir /tmp/lp/data --split dev --max-new-tokens 256 \
+      --modes ${MODES:-padded rounds} --out "$out/eval-generation.json" > "$out/eval-generation.log" 2>&1 \
+      || echo "eval_generation.py exited with $?"
+    grep -E "^ *[a-z]+: |x the time" "$out/eval-generation.log" || tail -5 "$out/eval-generation.log"
     ;;
   proof)
     convert
@@ -94,7 +94,10 @@ case "$stage" in
       cp "$log" "$out/"
     done
     for metrics in /tmp/lp/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
-      [ -e "$metrics" ] && echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
+      [ -e "$metrics" ] || continue
+      echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
+      run=$(basename "$(dirname "$(dirname "$metrics")")"); phase=$(basename "$(dirname "$metrics")")
+      cp "$metrics" "$out/$run-$phase-metrics.jsonl"  # every step's row comes back, not only the summary
     done
     cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
     nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader || true
