@@ -94,11 +94,11 @@ case "$stage" in
       cp "$log" "$out/"
     done
     for metrics in /tmp/lp/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
-      [ -e "$metrics" ] || continue
-      echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
-      run=$(basename "$(dirname "$(dirname "$metrics")")"); phase=$(basename "$(dirname "$metrics")")
-      cp "$metrics" "$out/$run-$phase-metrics.jsonl"  # every step's row comes back, not only the summary
+      [ -e "$metrics" ] && echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
     done
+    # Every phase's per-step rows come back in one file (the device returns 8 files at most):
+    # here, tar xzf <files_at>/metrics.tgz gives <arm>-seed<N>/<phase>/metrics.jsonl.
+    (cd /tmp/lp && ls -d ./*-seed*/*/metrics.jsonl > /dev/null 2>&1 && tar czf "$out/metrics.tgz" ./*-seed*/*/metrics.jsonl) || true
     cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
     nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader || true
     ;;
