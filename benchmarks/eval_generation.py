@@ -27,15 +27,20 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_DIR))
 
 from eval.checkpoint import import_unsloth
-from eval.evaluate import GENERATION_MODES, EvalSettings, default_backend
+from eval.evaluate import (
+    GENERATION_MODES,
+    EvalSettings,
+    default_backend,
+    generation_options,
+)
 
 WARM_UP_QUESTIONS = 4
 
 
 def configure(policy: Any, mode: str, first_round_tokens: int) -> None:
-    """Switch a loaded ModelPolicy to one generation mode (what build_policy sets from --generation)."""
-    policy.continuous = mode == "continuous"
-    policy.first_round_tokens = first_round_tokens if mode == "rounds" else None
+    """Switch a loaded ModelPolicy to one generation mode, as build_policy sets it from --generation."""
+    for name, value in generation_options(mode, first_round_tokens).items():
+        setattr(policy, name, value)
 
 
 def played_the_same(report: dict[str, Any], reference: dict[str, Any]) -> bool:

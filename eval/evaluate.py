@@ -144,9 +144,14 @@ def build_policy(settings: EvalSettings) -> Policy | BatchPolicy:
         model, tokenizer = load_checkpoint(settings.checkpoint, base_model=settings.base_model)
     return ModelPolicy(
         model, tokenizer, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, name=settings.name,
-        continuous=settings.generation == "continuous",
-        first_round_tokens=settings.first_round_tokens if settings.generation == "rounds" else None,
+        **generation_options(settings.generation, settings.first_round_tokens),
     )
+
+
+def generation_options(generation: str, first_round_tokens: int) -> dict[str, Any]:
+    """ModelPolicy's attributes for a --generation mode (a loaded policy can be switched by setting them)."""
+    return {"continuous": generation == "continuous",
+            "first_round_tokens": first_round_tokens if generation == "rounds" else None}
 
 
 def evaluate(settings: EvalSettings, split: SpiderSplit, policy: Policy | BatchPolicy) -> dict[str, Any]:

@@ -248,7 +248,7 @@ class ModelPolicy:
         row's context plus what it has written (recomputed in one prefill), so greedy decoding is unchanged up to
         floating-point rounding, and sampling draws from the same distribution."""
         generated = self.generate_padded(contexts, first)
-        writing = [index for index, new in enumerate(generated) if not self._stop_ids.intersection(new)]
+        writing = [index for index, new in enumerate(generated) if self._first_stop(new) is None]
         if writing:
             rest = self.generate_padded([contexts[index] + generated[index] for index in writing],
                                         self.max_new_tokens - first)
@@ -355,18 +355,17 @@ class ModelPolicy:
         # None clears the checkpoint's own sampling defaults (Qwen3 ships temperature 0.6, top_k 20).
         return {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
 
-    @property
-    def _stop_ids(self) -> set[int]:
-        return set(self.stop_ids)
+    def _first_stop(self, generated: list[int]) -> int | None:
+        """Where a row's turn ended (its first stop token), None if it did not end within these tokens."""
+        return next((position for position, token in enumerate(generated) if token in self.stop_ids), None)
 
     def _written_length(self, generated: list[int]) -> int:
         """Tokens a row wrote in a call: up to and with its first stop, the padding after it left out."""
-        stop_ids = self._stop_ids
-        end = next((position for position, token in enumerate(generated) if token in stop_ids), None)
+        end = self._first_stop(generated)
         return len(generated) if end is None else end + 1
 
     def _completion(self, generated: list[int]) -> Completion:
-        end = next((position for position, token in enumerate(generated) if token in self.stop_ids), None)
+        end = self._first_stop(generated)
         ids = generated if end is None else close_tool_call_turn(generated[: end + 1], self.tokenizer)
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
         return Completion(ids=ids, text=text, truncated=end is None)
