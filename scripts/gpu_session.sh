@@ -112,8 +112,7 @@ case "$stage" in
       echo '[after] 1.7B-shaped memory'; python3 models.py random --size 1.7b --out /tmp/q17 &&
         python3 benchmarks/gpu_backends.py --model /tmp/q17 --backends unsloth --variants stop+graphs --steps 3 \
           --max-completion-length 1024 --out \$x/memory_17b_6x1024.json
-      echo '[after] eval modes'; python3 benchmarks/eval_generation.py --checkpoint $adapter --data-dir /tmp/lp/data \
-        --split dev --max-new-tokens 256 --modes padded rounds --out \$x/eval-generation.json
+      echo '[after] eval modes'; OUT=\$x bash $0 eval-modes $adapter
       echo '[after] done'" > /tmp/lp/after.log 2>&1 &
     echo $! > /tmp/lp/after.pid; echo "queued after $name (pid $!)"
     ;;
