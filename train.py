@@ -115,6 +115,12 @@ class AgentConfig:
         metadata={"help": "End a generated turn at the end of its tool call (</tool_call>, then <|im_end|>), "
                           "instead of letting the model write on to the length cap."},
     )
+    cap_turns_at_budget: bool = field(
+        default=True,
+        metadata={"help": "Decode each tool-loop turn for at most what its episode may still keep of "
+                          "max_completion_length (TRL generates every turn to the full length, then cuts each row to "
+                          "what is left): the same kept tokens, fewer decoding steps when a turn runs on."},
+    )
     decode_graphs: bool = field(
         default=True,
         metadata={"help": "--backend unsloth: replay decode steps with CUDA graphs for Qwen2 models too "
@@ -619,12 +625,69 @@ def build_trainer(
             SQLEnv, step_budget=agent.step_budget, post_episode_penalty=agent.post_episode_penalty),
         callbacks=callbacks,
     )
+    if agent.cap_turns_at_budget and not agent.fast_inference:  # vLLM takes its token limit from its own settings
+        cap_turns_at_episode_budget(trainer)
     if agent.stop_at_tool_call:
         close_turns_at_tool_call_end(trainer, tokenizer)
     if agent.generation_mode_per_rollout:
         keep_generation_mode_across_turns(trainer)
     rollout_logger.watch_generation(trainer)
     return trainer
+
+
+class EpisodeBudget:
+    """How much of ``max_completion_length`` the rows of a generation call may still keep.
+
+    A rollout's first turn hands TRL's generation its prompts; every later turn a prompt followed by the episode
+    so far (the model's turns and the tool replies), all of which TRL counts against the budget."""
+
+    def __init__(self, max_completion_length: int) -> None:
+        self.limit = max_completion_length
+        self._prompts: set[tuple[int, ...]] = set()
+
+    def _used(self, row: list[int]) -> int | None:
+        """Tokens of the episode so far; None when the row extends none of the rollout's prompts."""
+        starts = [len(prompt) for prompt in self._prompts
+                  if len(prompt) <= len(row) and tuple(row[:len(prompt)]) == prompt]
+        return len(row) - max(starts) if starts else None
+
+    def largest_remaining(self, rows: list[list[int]]) -> int | None:
+        """The most any row may keep; None for a rollout's first turn, whose rows become its prompts."""
+        used = [self._used(list(row)) for row in rows]
+        if not used or None in used:
+            self._prompts = {tuple(row) for row in rows}
+            return None
+        return self.limit - min(used)  # type: ignore[type-var]  (no None left)
+
+
+def cap_turns_at_episode_budget(trainer: GRPOTrainer) -> EpisodeBudget | None:
+    """Cap each tool-loop turn's ``max_new_tokens`` at the largest budget its rows have left.
+
+    TRL 1.15 generates every turn to ``max_completion_length`` and then cuts each row to what is left of its
+    episode's budget, so a row that never closes its call decodes the whole length while the batch waits, and
+    the tokens past its budget are thrown away (on the H200, 14-27 of 40 steps had such a turn: about 12 s
+    against 5-6 s for the others; docs/gpu.md). Under the cap every token TRL keeps is still generated."""
+    config = getattr(trainer, "generation_config", None)  # what TRL hands to generate; it wins over the model's
+    if config is None:
+        print("[train] --cap_turns_at_budget: this trainer has no generation_config to cap; every turn decodes "
+              f"up to {trainer.max_completion_length} tokens", flush=True)
+        return None
+    budget = EpisodeBudget(trainer.max_completion_length)
+    generate_turn = trainer._generate_single_turn
+
+    @functools.wraps(generate_turn)
+    def generate_capped_turn(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
+        remaining, full = budget.largest_remaining(prompt_ids), config.max_new_tokens
+        if remaining is None or full is None or remaining >= full:
+            return generate_turn(prompt_ids, *args, **kwargs)
+        config.max_new_tokens = max(1, remaining)  # generate writes one token at least; TRL cuts a row with none left
+        try:
+            return generate_turn(prompt_ids, *args, **kwargs)
+        finally:
+            config.max_new_tokens = full
+
+    trainer._generate_single_turn = generate_capped_turn
+    return budget
 
 
 def close_turns_at_tool_call_end(trainer: GRPOTrainer, tokenizer: Any) -> None:

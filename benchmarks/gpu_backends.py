@@ -9,7 +9,9 @@ Each backend runs in a fresh process, because Unsloth patches TRL and transforme
 process: the plain backend must never see it. Inside one process the variants run one after the
 other (they differ in train.py flags only, so Unsloth's import and kernel compilation are paid once).
 Variants: ``before`` (no stop rule, no Qwen2 decode graphs: the project as it was), ``stop`` (turns
-end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Qwen2 too).
+end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Qwen2 too),
+``stop+graphs+cap`` (and tool-loop turns capped at their episodes' remaining budget: train.py's defaults).
+``--prompts-per-step 4`` gives the learning proof's steps (4 prompt groups, 24 episodes with 6 generations).
 
 Per variant it reports the median step time after the first (warm-up) step, and what the step spent:
 each generation call of TRL's tool loop (batch, prompt lengths, new tokens, seconds, decode steps/s),
@@ -37,13 +39,16 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_DIR))  # train.py, models.py and the rest, from any working directory
 MEMORY_SEARCH_GENERATIONS = (6, 8, 12, 16)
 MEMORY_SEARCH_COMPLETION_LENGTHS = (512, 1024)
+UNCAPPED = ["--cap_turns_at_budget", "false"]  # the variants measured before the cap existed keep their meaning
 VARIANTS: dict[str, list[str]] = {
-    "before": ["--stop_at_tool_call", "false", "--decode_graphs", "false"],
-    "stop": ["--stop_at_tool_call", "true", "--decode_graphs", "false"],
-    "stop+graphs": ["--stop_at_tool_call", "true", "--decode_graphs", "true"],
+    "before": ["--stop_at_tool_call", "false", "--decode_graphs", "false", *UNCAPPED],
+    "stop": ["--stop_at_tool_call", "true", "--decode_graphs", "false", *UNCAPPED],
+    "stop+graphs": ["--stop_at_tool_call", "true", "--decode_graphs", "true", *UNCAPPED],
     # One generation mode per rollout: Unsloth keeps its decode buffers and graphs across the tool loop's turns.
     "stop+graphs+rollout": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
-                            "--generation_mode_per_rollout", "true"],
+                            "--generation_mode_per_rollout", "true", *UNCAPPED],
+    # Tool-loop turns decode at most what their episodes have left (train.py's default since 2026-12-02).
+    "stop+graphs+cap": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget", "true"],
 }
 
 
@@ -169,7 +174,7 @@ def greedy_graphs_check(trainer: Any, batch: int = 4, new_tokens: int = 96) -> d
 
 def measure_variant(backend: str, model: str, variant: str, steps: int, num_generations: int,
                     max_completion_length: int, data_dir: str | None,
-                    start_adapter: str | None = None) -> dict[str, Any]:
+                    start_adapter: str | None = None, prompts_per_step: int = 1) -> dict[str, Any]:
     """A few GRPO steps of train.main with one variant's flags, profiled."""
     import torch
 
@@ -181,9 +186,9 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
     argv = [
         "--backend", backend, "--model", model, "--output_dir", out_dir, "--phase", "easy",
         "--max_steps", str(steps), "--num_generations", str(num_generations),
-        "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", str(num_generations),
+        "--per_device_train_batch_size", str(prompts_per_step), "--gradient_accumulation_steps", str(num_generations),
         "--max_completion_length", str(max_completion_length), "--save_strategy", "no", "--report_to", "none",
-        "--max_questions", str(steps + 2), *VARIANTS[variant],
+        "--max_questions", str(steps * prompts_per_step + 2), *VARIANTS[variant],
     ]
     if data_dir:
         argv += ["--data_dir", data_dir]
@@ -204,7 +209,7 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
     env_seconds = profile.env_seconds - env_before[0]
     row = {
         "backend": backend, "variant": variant, "model": model, "start_adapter": start_adapter,
-        "num_generations": num_generations,
+        "num_generations": num_generations, "prompts_per_step": prompts_per_step,
         "max_completion_length": max_completion_length, "steps": len(step_times),
         "median_step_s": round(median_step, 2),
         "generation_s_per_step": round(generation_per_step, 2),
@@ -223,7 +228,8 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         "calls": profile.calls,
     }
     if profile.trainer is not None:
-        row["single_turn"] = single_turn_reference(profile.trainer, num_generations, min(256, max_completion_length))
+        row["single_turn"] = single_turn_reference(profile.trainer, num_generations * prompts_per_step,
+                                                   min(256, max_completion_length))
         row["tool_loop_vs_single_turn"] = round(row["generated_tokens_per_s"] / row["single_turn"]["tokens_per_s"], 3)
         if backend == "unsloth" and "graphs" in variant and torch.cuda.is_available():
             row["greedy_graphs_check"] = greedy_graphs_check(profile.trainer)
@@ -238,7 +244,7 @@ def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], 
     """The variants of one backend in a fresh Python process; a crash becomes a row saying so."""
     command = [sys.executable, __file__, "--child", backend, "--model", arguments.model, "--steps",
                str(arguments.steps), "--num-generations", str(num_generations), "--max-completion-length",
-               str(length), "--variants", *variants]
+               str(length), "--prompts-per-step", str(arguments.prompts_per_step), "--variants", *variants]
     if arguments.data_dir:
         command += ["--data-dir", arguments.data_dir]
     if arguments.start_adapter:
@@ -285,6 +291,8 @@ def main() -> None:
                         help="variants for the plain backend (default: --variants)")
     parser.add_argument("--num-generations", type=int, default=6)
     parser.add_argument("--max-completion-length", type=int, default=512)
+    parser.add_argument("--prompts-per-step", type=int, default=1,
+                        help="prompt groups a step (the learning proof takes 4: 24 episodes with 6 generations)")
     parser.add_argument("--data-dir", default=None, help="Spider-format folder (default: the built-in data)")
     parser.add_argument("--start-adapter", default=None,
                         help="a warm-up adapter (train.py --phase sft) to start from: its model calls tools")
@@ -301,7 +309,7 @@ def main() -> None:
             try:
                 row = measure_variant(arguments.child, arguments.model, variant, arguments.steps,
                                       arguments.num_generations, arguments.max_completion_length, arguments.data_dir,
-                                      arguments.start_adapter)
+                                      arguments.start_adapter, arguments.prompts_per_step)
             except Exception as error:  # one failing variant must not hide the others' numbers
                 row = {"backend": arguments.child, "variant": variant, "error": f"{type(error).__name__}: {error}"}
             print("BENCH_RESULT " + json.dumps(row), flush=True)

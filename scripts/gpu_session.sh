@@ -4,7 +4,8 @@
 #   setup          carry .whl .spider.tgz .m/part.08: install the wheels, unpack Spider into /tmp/spider
 #   chunk NN       carry .m/part.NN: one piece of the Qwen2.5-Coder-0.5B GGUF into /tmp/m
 #   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
-#   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn)
+#   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn;
+#                  PROMPTS=4: the learning proof's 24-episode steps)
 #   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
 #                  one after the other in one process (benchmarks/eval_generation.py); figures to $OUT
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
@@ -70,6 +71,7 @@ case "$stage" in
     python3 benchmarks/gpu_backends.py --model /tmp/qc --backends ${BACKENDS:-unsloth transformers} \
       --variants ${VARIANTS:-before stop stop+graphs} --transformers-variants stop --steps "${STEPS:-3}" \
       ${START_ADAPTER:+--start-adapter "$START_ADAPTER"} ${DATA_DIR:+--data-dir "$DATA_DIR"} \
+      ${PROMPTS:+--prompts-per-step "$PROMPTS"} \
       --out "$out/multiturn.json" > "$out/bench.log" 2>&1 || echo "gpu_backends.py exited with $?"
     tail -c 6000 "$out/bench.log"
     ;;

@@ -28,9 +28,19 @@ def test_a_variant_is_profiled_from_a_real_run(tiny_model_dir: Path) -> None:
 
 
 def test_every_variant_is_a_set_of_train_flags() -> None:
-    for flags in gpu_backends.VARIANTS.values():
+    for name, flags in gpu_backends.VARIANTS.items():
         agent, _, _ = train.parse_config(flags)
         assert isinstance(agent.stop_at_tool_call, bool) and isinstance(agent.decode_graphs, bool)
+        # Only the variant that says so caps its turns: the others measure what they measured before the cap.
+        assert agent.cap_turns_at_budget == name.endswith("+cap")
+
+
+@pytest.mark.slow
+def test_a_step_can_hold_several_prompt_groups_as_the_learning_proof_does(tiny_model_dir: Path) -> None:
+    row = gpu_backends.measure_variant("transformers", str(tiny_model_dir), "stop+graphs+cap", steps=1,
+                                       num_generations=2, max_completion_length=8, data_dir=None, prompts_per_step=2)
+    assert row["prompts_per_step"] == 2 and row["calls"][0]["batch"] == 4  # 2 prompts x 2 generations
+    assert row["single_turn"]["batch"] == 4
 
 
 @pytest.mark.slow

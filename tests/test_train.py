@@ -311,15 +311,16 @@ class RunawayModel:
         return torch.cat([input_ids, torch.tensor(padded, device=input_ids.device)], dim=1)
 
 
-def scored_batches(output_dir: Path, *extra: str, runaway: bool, before_train: Any = None) -> list[dict[str, Any]]:
-    """One GRPO step whose generation goes through TRL's own _generate_single_turn and a RunawayModel;
-    returns what TRL scored: completion ids and masks, tool masks, rewards."""
+def scored_batches(output_dir: Path, *extra: str, runaway: bool, before_train: Any = None,
+                   make_model: Any = None) -> list[dict[str, Any]]:
+    """One GRPO step whose generation goes through TRL's own _generate_single_turn and a RunawayModel (or
+    ``make_model(tokenizer)``); returns what TRL scored: completion ids and masks, tool masks, rewards."""
     batches: list[dict[str, Any]] = []
 
     def hook(trainer: Any) -> None:
         if before_train is not None:
             before_train(trainer)
-        fake = RunawayModel(trainer.processing_class, runaway)
+        fake = make_model(trainer.processing_class) if make_model else RunawayModel(trainer.processing_class, runaway)
         trainer.model.generate = fake.generate  # what TRL's generation path calls on the unwrapped model
         score = trainer._generate_and_score_completions
 
@@ -357,6 +358,90 @@ def test_the_stop_rule_removes_runaway_text_and_changes_no_reward_or_mask(tmp_pa
     assert min(trained) > max(sum(m * t for m, t in zip(mask, tools, strict=True)) for mask, tools in
                               zip(runaway[0]["completion_mask"], runaway[0]["tool_mask"], strict=True))
     assert torch.tensor(runaway[0]["rewards"]).allclose(torch.tensor(unstopped[0]["rewards"]))
+
+
+class LongWindedModel(RunawayModel):
+    """On its third turn the first row writes on without closing its call, for as long as generate lets it
+    (``generation_config.max_new_tokens``, recorded per call), as sampled models sometimes do."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer, runaway=False)
+        self.filler = tokenizer.encode(" and then the next table", add_special_tokens=False)
+        self.caps: list[int] = []
+        self.decoded = 0  # decoding steps of every call: the longest row's new tokens
+
+    def generate(self, input_ids: Any, attention_mask: Any, **kwargs: Any) -> Any:
+        import torch
+
+        cap = kwargs["generation_config"].max_new_tokens
+        self.caps.append(cap)
+        completions = []
+        for index, (ids, mask) in enumerate(zip(input_ids, attention_mask, strict=True)):
+            text = self.tokenizer.decode(ids[mask.bool()])
+            if index == 0 and text.count(ASSISTANT_HEADER) - 1 == 2:
+                completions.append((self.filler * (cap // len(self.filler) + 1))[:cap])
+            else:
+                completions.append(self.tokenizer.encode(self.agent.turn(text, index), add_special_tokens=False)[:cap])
+        width = max(map(len, completions))
+        self.decoded += width
+        padded = [ids + [self.tokenizer.pad_token_id] * (width - len(ids)) for ids in completions]
+        return torch.cat([input_ids, torch.tensor(padded, device=input_ids.device)], dim=1)
+
+
+@pytest.mark.slow
+def test_turns_capped_at_the_episode_budget_keep_every_token_mask_and_reward(tmp_path: Path) -> None:
+    models: dict[str, LongWindedModel] = {}
+
+    def model_for(name: str) -> Any:
+        def make(tokenizer: Any) -> LongWindedModel:
+            models[name] = LongWindedModel(tokenizer)
+            return models[name]
+        return make
+
+    capped = scored_batches(tmp_path / "capped", runaway=False, make_model=model_for("capped"))
+    uncapped = scored_batches(tmp_path / "uncapped", "--cap_turns_at_budget", "false", runaway=False,
+                              make_model=model_for("uncapped"))
+    assert capped == uncapped  # the same ids, masks and rewards
+    limit = 1536  # scored_batches' --max_completion_length
+    assert models["uncapped"].caps == [limit] * len(models["uncapped"].caps)
+    first, *later = models["capped"].caps
+    assert first == limit and later and all(cap < limit for cap in later)
+    # The row that wrote on: cut by TRL to what its episode had left, so one row's completion reached the limit.
+    assert max(len(ids) for ids in capped[0]["completion_ids"]) == limit
+    # Its turn decoded only that much: 1536 less what the episode had used, where uncapped it decoded 1536.
+    saved = models["uncapped"].decoded - models["capped"].decoded
+    assert 0 < saved < limit
+
+
+def test_episode_budget_is_what_the_rows_left_of_their_prompt_may_still_keep() -> None:
+    budget = train.EpisodeBudget(10)
+    assert budget.largest_remaining([[1, 2, 3], [1, 2, 3], [7, 8]]) is None  # a first turn: its rows are the prompts
+    assert budget.largest_remaining([[1, 2, 3, 4, 5, 6], [7, 8, 9]]) == 9  # 3 and 1 used: the larger budget
+    assert budget.largest_remaining([[1, 2, 3], [7, 8]]) == 10  # the same prompts again, nothing used yet
+    assert budget.largest_remaining([[5, 5], [1, 2, 3]]) is None  # a new prompt: a new rollout
+    assert budget.largest_remaining([[1, 2, 3, 0] + [0] * 10]) == -1  # more than the budget used: nothing left
+
+
+def test_a_capped_turn_gives_the_trainer_its_full_length_back_even_when_generation_fails() -> None:
+    from types import SimpleNamespace
+
+    seen: list[int] = []
+
+    def generate(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> Any:
+        seen.append(trainer.generation_config.max_new_tokens)
+        if len(prompt_ids[0]) == 9:
+            raise RuntimeError("out of memory (simulated)")
+        return [[0]] * len(prompt_ids), None
+
+    trainer = SimpleNamespace(max_completion_length=8, generation_config=SimpleNamespace(max_new_tokens=8),
+                              _generate_single_turn=generate)
+    train.cap_turns_at_episode_budget(trainer)
+    trainer._generate_single_turn([[1, 2]], None, {}, 2)
+    trainer._generate_single_turn([[1, 2, 3, 4]], None, {}, num_generations=1)  # 2 used: 6 left
+    with pytest.raises(RuntimeError):
+        trainer._generate_single_turn([[1, 2, 3, 4, 5, 6, 7, 8, 9]], None, {}, num_generations=1)  # 7 used
+    trainer._generate_single_turn([[1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9]], None, {}, num_generations=1)  # all used
+    assert seen == [8, 6, 1, 1] and trainer.generation_config.max_new_tokens == 8
 
 
 @pytest.mark.slow
