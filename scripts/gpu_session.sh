@@ -15,7 +15,8 @@
 #   after NAME ADAPTER  in the background, once run NAME ends: the built-in dev eval of ADAPTER, the 1.7B-shaped
 #                  6 x 1024 memory step (random weights) and eval-modes of ADAPTER; figures in /tmp/lp/extras
 #   then NAME STAGE ARGS...  in the background, once run NAME ends: any stage above (with this call's environment),
-#                  its files to /tmp/lp/extras (e.g. START_ADAPTER=DIR bash $0 then line2 bench)
+#                  its files to /tmp/lp/extras (e.g. START_ADAPTER=DIR bash $0 then line2 bench); it is run
+#                  then-STAGE, which a later `then` can wait on
 #   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results, logs and
 #                  per-step metrics to $OUT
 #   stop NAME      end a background run
@@ -122,11 +123,12 @@ case "$stage" in
     ;;
   then)
     # Like after, for any one stage: what follows a run must already wait on the machine when the run ends.
-    name=$1; shift; mkdir -p /tmp/lp/extras
+    # Named then-STAGE, so a later stage can wait on it in turn (then then-bench start line3b ...).
+    name=$1 queued=then-$2; shift; mkdir -p /tmp/lp/extras
     setsid nohup bash -c "
       while kill -0 \$(cat /tmp/lp/$name.pid) 2>/dev/null; do sleep 5; done
-      cd $PWD; echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*; echo '[then] done'" > /tmp/lp/then.log 2>&1 &
-    echo $! > /tmp/lp/then.pid; echo "queued $* after $name (pid $!)"
+      cd $PWD; echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*; echo '[then] done'" > "/tmp/lp/$queued.log" 2>&1 &
+    echo $! > "/tmp/lp/$queued.pid"; echo "queued $* after $name as $queued (pid $!)"
     ;;
   watch)
     # SECONDS counts from this script's start; a device call that also converts or starts runs must leave room
