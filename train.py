@@ -121,6 +121,12 @@ class AgentConfig:
                           "max_completion_length (TRL generates every turn to the full length, then cuts each row to "
                           "what is left): the same kept tokens, fewer decoding steps when a turn runs on."},
     )
+    max_turn_tokens: int = field(
+        default=0,
+        metadata={"help": "Cap every turn, the first included, at this many new tokens (0: no cap but the episode's "
+                          "budget). A turn that reaches it without closing its call ends the episode, as python -m "
+                          "eval's --max-new-tokens does (per turn too; the learning proof evaluates with 256)."},
+    )
     decode_graphs: bool = field(
         default=True,
         metadata={"help": "--backend unsloth: replay decode steps with CUDA graphs for Qwen2 models too "
@@ -207,6 +213,8 @@ class AgentConfig:
             raise ValueError("--sft_epochs must be above 0, --sft_batch_size at least 1 and --sft_never_stop_share "
                              f"between 0 and 1, got {self.sft_epochs}, {self.sft_batch_size} and "
                              f"{self.sft_never_stop_share}")
+        if self.max_turn_tokens < 0:
+            raise ValueError(f"--max_turn_tokens is a number of tokens (0: no cap), got {self.max_turn_tokens}")
         if self.post_episode_penalty < 0:
             raise ValueError(f"--post_episode_penalty is subtracted per call: give 0 or more, got {self.post_episode_penalty}")
         if self.max_gold_rows < 1 or (self.max_questions is not None and self.max_questions < 1):
@@ -625,8 +633,8 @@ def build_trainer(
             SQLEnv, step_budget=agent.step_budget, post_episode_penalty=agent.post_episode_penalty),
         callbacks=callbacks,
     )
-    if agent.cap_turns_at_budget and not agent.fast_inference:  # vLLM takes its token limit from its own settings
-        cap_turns_at_episode_budget(trainer)
+    if (agent.cap_turns_at_budget or agent.max_turn_tokens) and not agent.fast_inference:
+        cap_turns(trainer, at_budget=agent.cap_turns_at_budget, turn_tokens=agent.max_turn_tokens)
     if agent.stop_at_tool_call:
         close_turns_at_tool_call_end(trainer, tokenizer)
     if agent.generation_mode_per_rollout:
@@ -660,27 +668,35 @@ class EpisodeBudget:
         return self.limit - min(used)  # type: ignore[type-var]  (no None left)
 
 
-def cap_turns_at_episode_budget(trainer: GRPOTrainer) -> EpisodeBudget | None:
-    """Cap each tool-loop turn's ``max_new_tokens`` at the largest budget its rows have left.
+def cap_turns(trainer: GRPOTrainer, at_budget: bool = True, turn_tokens: int = 0) -> EpisodeBudget | None:
+    """Cap each generation call's ``max_new_tokens``: ``at_budget``, a tool-loop turn at the largest budget its
+    rows have left; ``turn_tokens`` (above 0), every turn at that many tokens.
 
     TRL 1.15 generates every turn to ``max_completion_length`` and then cuts each row to what is left of its
     episode's budget, so a row that never closes its call decodes the whole length while the batch waits, and
     the tokens past its budget are thrown away (on the H200, 14-27 of 40 steps had such a turn: about 12 s
-    against 5-6 s for the others; docs/gpu.md). Under the cap every token TRL keeps is still generated."""
+    against 5-6 s for the others; docs/gpu.md). Under ``at_budget`` every token TRL keeps is still generated;
+    ``turn_tokens`` changes what a turn that runs on is trained on (less of it), as eval's per-turn cap does."""
     config = getattr(trainer, "generation_config", None)  # what TRL hands to generate; it wins over the model's
     if config is None:
-        print("[train] --cap_turns_at_budget: this trainer has no generation_config to cap; every turn decodes "
-              f"up to {trainer.max_completion_length} tokens", flush=True)
+        print("[train] --cap_turns_at_budget / --max_turn_tokens: this trainer has no generation_config to cap; "
+              f"every turn decodes up to {trainer.max_completion_length} tokens", flush=True)
         return None
     budget = EpisodeBudget(trainer.max_completion_length)
     generate_turn = trainer._generate_single_turn
 
     @functools.wraps(generate_turn)
     def generate_capped_turn(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
-        remaining, full = budget.largest_remaining(prompt_ids), config.max_new_tokens
-        if remaining is None or full is None or remaining >= full:
+        full = config.max_new_tokens
+        remaining = budget.largest_remaining(prompt_ids) if at_budget else None
+        cap = full
+        if full is not None and remaining is not None:
+            cap = min(cap, max(1, remaining))  # generate writes one token at least; TRL cuts a row with none left
+        if full is not None and turn_tokens:
+            cap = min(cap, turn_tokens)
+        if cap == full:
             return generate_turn(prompt_ids, *args, **kwargs)
-        config.max_new_tokens = max(1, remaining)  # generate writes one token at least; TRL cuts a row with none left
+        config.max_new_tokens = cap
         try:
             return generate_turn(prompt_ids, *args, **kwargs)
         finally:

@@ -10,7 +10,8 @@ process: the plain backend must never see it. Inside one process the variants ru
 other (they differ in train.py flags only, so Unsloth's import and kernel compilation are paid once).
 Variants: ``before`` (no stop rule, no Qwen2 decode graphs: the project as it was), ``stop`` (turns
 end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Qwen2 too),
-``stop+graphs+cap`` (and tool-loop turns capped at their episodes' remaining budget: train.py's defaults).
+``stop+graphs+cap`` (and tool-loop turns capped at their episodes' remaining budget: train.py's defaults),
+``stop+graphs+cap+turn256`` (and every turn at 256 new tokens, ``--max_turn_tokens 256``).
 ``--prompts-per-step 4`` gives the learning proof's steps (4 prompt groups, 24 episodes with 6 generations).
 
 Per variant it reports the median step time after the first (warm-up) step, and what the step spent:
@@ -49,6 +50,10 @@ VARIANTS: dict[str, list[str]] = {
                             "--generation_mode_per_rollout", "true", *UNCAPPED],
     # Tool-loop turns decode at most what their episodes have left (train.py's default since 2026-12-02).
     "stop+graphs+cap": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget", "true"],
+    # And every turn capped at 256 new tokens, the learning proof's per-turn cap in eval (changes what a turn
+    # that runs on is trained on: less of it).
+    "stop+graphs+cap+turn256": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget",
+                                "true", "--max_turn_tokens", "256"],
 }
 
 

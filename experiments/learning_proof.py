@@ -528,10 +528,14 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
     lines += ["", "## The plan's verification list", "", "| check | measured | verdict |", "|---|---|---|"]
     lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
     lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]
-    lines += ["", "## Runs", "", "| arm | seed | scale | steps | train+eval wall time | commit |", "|---|---|---|---|---|---|"]
+    lines += ["", "## Runs", "", ("| arm | seed | scale | steps | median step (generation) | train+eval wall time "
+                                   "| commit |"), "|---|---|---|---|---|---|---|"]
     for key in sorted(results["runs"]):
         run = results["runs"][key]
-        lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {len(run.get('curves', []))} | "
+        step, generation = curve(run, "step_time"), curve(run, "rollout/generation_s")
+        timing = (f"{statistics.median(step):.2f} s ({statistics.median(generation):.2f} s)"
+                  if step and generation else "-")
+        lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {len(run.get('curves', []))} | {timing} | "
                      f"{run['seconds']:.0f} s | {run['commit']} |")
     lines += ["", "Commands of each run:", ""]
     for key in sorted(results["runs"]):

@@ -32,7 +32,8 @@ def test_every_variant_is_a_set_of_train_flags() -> None:
         agent, _, _ = train.parse_config(flags)
         assert isinstance(agent.stop_at_tool_call, bool) and isinstance(agent.decode_graphs, bool)
         # Only the variant that says so caps its turns: the others measure what they measured before the cap.
-        assert agent.cap_turns_at_budget == name.endswith("+cap")
+        assert agent.cap_turns_at_budget == ("+cap" in name)
+        assert agent.max_turn_tokens == (256 if "turn256" in name else 0)
 
 
 @pytest.mark.slow

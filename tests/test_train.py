@@ -413,6 +413,42 @@ def test_turns_capped_at_the_episode_budget_keep_every_token_mask_and_reward(tmp
     assert 0 < saved < limit
 
 
+@pytest.mark.slow
+def test_a_turn_cap_cuts_only_the_turn_that_runs_on_and_changes_no_reward(tmp_path: Path) -> None:
+    models: dict[str, LongWindedModel] = {}
+
+    def model_for(name: str) -> Any:
+        def make(tokenizer: Any) -> LongWindedModel:
+            models[name] = LongWindedModel(tokenizer)
+            return models[name]
+        return make
+
+    turn_cap = 128  # above every scripted call of the built-in questions, far below the runaway turn
+    capped = scored_batches(tmp_path / "capped", "--max_turn_tokens", str(turn_cap), runaway=False,
+                            make_model=model_for("capped"))
+    free = scored_batches(tmp_path / "free", "--cap_turns_at_budget", "false", runaway=False,
+                          make_model=model_for("free"))
+    assert max(models["capped"].caps) == turn_cap and set(models["free"].caps) == {1536}
+    assert capped[0]["rewards"] == free[0]["rewards"]
+
+    def kept(batch: dict[str, Any]) -> list[list[int]]:
+        return [[token for token, mask in zip(ids, masks, strict=True) if mask]
+                for ids, masks in zip(batch["completion_ids"], batch["completion_mask"], strict=True)]
+
+    cut, whole = kept(capped[0]), kept(free[0])
+    longest = max(range(len(whole)), key=lambda row: len(whole[row]))
+    for row, (ids, full) in enumerate(zip(cut, whole, strict=True)):
+        if row == longest:  # the episode whose third turn ran on: the same start, that turn cut at the cap
+            assert full[:len(ids)] == ids and len(ids) < len(full)
+        else:
+            assert ids == full
+
+
+def test_a_negative_turn_cap_is_refused() -> None:
+    with pytest.raises(ValueError, match="--max_turn_tokens is a number of tokens"):
+        train.parse_config(["--max_turn_tokens", "-1"])
+
+
 def test_episode_budget_is_what_the_rows_left_of_their_prompt_may_still_keep() -> None:
     budget = train.EpisodeBudget(10)
     assert budget.largest_remaining([[1, 2, 3], [1, 2, 3], [7, 8]]) is None  # a first turn: its rows are the prompts
@@ -435,7 +471,7 @@ def test_a_capped_turn_gives_the_trainer_its_full_length_back_even_when_generati
 
     trainer = SimpleNamespace(max_completion_length=8, generation_config=SimpleNamespace(max_new_tokens=8),
                               _generate_single_turn=generate)
-    train.cap_turns_at_episode_budget(trainer)
+    train.cap_turns(trainer)
     trainer._generate_single_turn([[1, 2]], None, {}, 2)
     trainer._generate_single_turn([[1, 2, 3, 4]], None, {}, num_generations=1)  # 2 used: 6 left
     with pytest.raises(RuntimeError):
