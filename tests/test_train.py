@@ -388,16 +388,20 @@ class LongWindedModel(RunawayModel):
         return torch.cat([input_ids, torch.tensor(padded, device=input_ids.device)], dim=1)
 
 
-@pytest.mark.slow
-def test_turns_capped_at_the_episode_budget_keep_every_token_mask_and_reward(tmp_path: Path) -> None:
-    models: dict[str, LongWindedModel] = {}
-
+def long_winded_models(models: dict[str, LongWindedModel]) -> Any:
+    """``model_for(name)``: a scored_batches ``make_model`` that keeps its LongWindedModel in ``models[name]``."""
     def model_for(name: str) -> Any:
         def make(tokenizer: Any) -> LongWindedModel:
             models[name] = LongWindedModel(tokenizer)
             return models[name]
         return make
+    return model_for
 
+
+@pytest.mark.slow
+def test_turns_capped_at_the_episode_budget_keep_every_token_mask_and_reward(tmp_path: Path) -> None:
+    models: dict[str, LongWindedModel] = {}
+    model_for = long_winded_models(models)
     capped = scored_batches(tmp_path / "capped", runaway=False, make_model=model_for("capped"))
     uncapped = scored_batches(tmp_path / "uncapped", "--cap_turns_at_budget", "false", runaway=False,
                               make_model=model_for("uncapped"))
@@ -416,13 +420,7 @@ def test_turns_capped_at_the_episode_budget_keep_every_token_mask_and_reward(tmp
 @pytest.mark.slow
 def test_a_turn_cap_cuts_only_the_turn_that_runs_on_and_changes_no_reward(tmp_path: Path) -> None:
     models: dict[str, LongWindedModel] = {}
-
-    def model_for(name: str) -> Any:
-        def make(tokenizer: Any) -> LongWindedModel:
-            models[name] = LongWindedModel(tokenizer)
-            return models[name]
-        return make
-
+    model_for = long_winded_models(models)
     turn_cap = 128  # above every scripted call of the built-in questions, far below the runaway turn
     capped = scored_batches(tmp_path / "capped", "--max_turn_tokens", str(turn_cap), runaway=False,
                             make_model=model_for("capped"))
