@@ -447,6 +447,31 @@ def test_a_negative_turn_cap_is_refused() -> None:
         train.parse_config(["--max_turn_tokens", "-1"])
 
 
+class Checked(Exception):
+    """Ends a run once its trainer has been checked."""
+
+
+@pytest.mark.slow
+def test_the_real_generate_call_decodes_no_more_than_the_rows_have_left(tmp_path: Path) -> None:
+    """Through TRL's _generate_single_turn and the tiny model's own generate (no stand-in): a later turn whose
+    row has used 10 of 16 tokens decodes at most 6."""
+    lengths: list[list[int]] = []
+
+    def check(trainer: Any) -> None:
+        prompt = list(range(5, 45))
+        first, _ = trainer._generate_single_turn([prompt, prompt], None, {}, 2)
+        later, _ = trainer._generate_single_turn([prompt + list(range(50, 60))], None, {}, num_generations=1)
+        lengths.extend([[len(ids) for ids in first], [len(ids) for ids in later]])
+        raise Checked
+
+    with pytest.raises(Checked):
+        train.main(["--output_dir", str(tmp_path), "--model", TINY_MODEL, "--max_questions", "1", "--num_generations",
+                    "2", "--gradient_accumulation_steps", "2", "--max_completion_length", "16", "--save_strategy", "no",
+                    "--report_to", "none", "--max_steps", "1", "--phase", "easy"], before_train=check)
+    first, later = lengths
+    assert max(later) <= 6 < max(first) <= 16  # random weights write to the cap, unless they hit a stop token
+
+
 def test_episode_budget_is_what_the_rows_left_of_their_prompt_may_still_keep() -> None:
     budget = train.EpisodeBudget(10)
     assert budget.largest_remaining([[1, 2, 3], [1, 2, 3], [7, 8]]) is None  # a first turn: its rows are the prompts
