@@ -661,7 +661,7 @@ class EpisodeBudget:
 
     def largest_remaining(self, rows: list[list[int]]) -> int | None:
         """The most any row may keep; None for a rollout's first turn, whose rows become its prompts."""
-        used = [self._used(list(row)) for row in rows]
+        used = [self._used(row) for row in rows]
         if not used or None in used:
             self._prompts = {tuple(row) for row in rows}
             return None

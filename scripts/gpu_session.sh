@@ -52,6 +52,13 @@ collect() {  # background runs' progress, logs, results and per-step metrics to 
   cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
   if [ -d /tmp/lp/extras ]; then tar czf "$out/extras.tgz" -C /tmp/lp extras; fi
 }
+queue_behind() {  # queue_behind NAME AS SCRIPT: once run NAME ends, SCRIPT in the background as run AS
+  mkdir -p /tmp/lp/extras
+  setsid nohup bash -c "
+    while kill -0 \$(cat /tmp/lp/$1.pid) 2>/dev/null; do sleep 5; done
+    cd $PWD; $3" > "/tmp/lp/$2.log" 2>&1 &
+  echo $! > "/tmp/lp/$2.pid"; echo "queued $2 after $1 (pid $!)"
+}
 case "$stage" in
   setup)
     bash .whl/install.sh
@@ -109,26 +116,20 @@ case "$stage" in
   after)
     # Issue 10's short measurements queued behind a learning-proof run, so that one warm machine does both
     # without a device call in between (the machine goes back after 30 s idle).
-    name=$1 adapter=$2; mkdir -p /tmp/lp/extras
-    setsid nohup bash -c "
-      while kill -0 \$(cat /tmp/lp/$name.pid) 2>/dev/null; do sleep 5; done
-      cd $PWD; x=/tmp/lp/extras
+    name=$1 adapter=$2
+    queue_behind "$name" after "x=/tmp/lp/extras
       echo '[after] dev eval'; python3 -m eval --checkpoint $adapter --out \$x/dev-eval --max-new-tokens 256 --no-progress
       echo '[after] 1.7B-shaped memory'; python3 models.py random --size 1.7b --out /tmp/q17 &&
         python3 benchmarks/gpu_backends.py --model /tmp/q17 --backends unsloth --variants stop+graphs --steps 3 \
           --max-completion-length 1024 --out \$x/memory_17b_6x1024.json
       echo '[after] eval modes'; OUT=\$x bash $0 eval-modes $adapter
-      echo '[after] done'" > /tmp/lp/after.log 2>&1 &
-    echo $! > /tmp/lp/after.pid; echo "queued after $name (pid $!)"
+      echo '[after] done'"
     ;;
   then)
     # Like after, for any one stage: what follows a run must already wait on the machine when the run ends.
     # Named then-STAGE, so a later stage can wait on it in turn (then then-bench start line3b ...).
-    name=$1 queued=then-$2; shift; mkdir -p /tmp/lp/extras
-    setsid nohup bash -c "
-      while kill -0 \$(cat /tmp/lp/$name.pid) 2>/dev/null; do sleep 5; done
-      cd $PWD; echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*; echo '[then] done'" > "/tmp/lp/$queued.log" 2>&1 &
-    echo $! > "/tmp/lp/$queued.pid"; echo "queued $* after $name as $queued (pid $!)"
+    name=$1 queued=then-$2; shift
+    queue_behind "$name" "$queued" "echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*; echo '[then] done'"
     ;;
   watch)
     # SECONDS counts from this script's start; a device call that also converts or starts runs must leave room

@@ -306,6 +306,12 @@ class RunawayModel:
             if self.runaway and "</tool_call>" in turn:
                 ids = ids[:-1] + self.invented + [self.tokenizer.eos_token_id]  # no end after </tool_call>
             completions.append(ids)
+        return self.appended(input_ids, completions)
+
+    def appended(self, input_ids: Any, completions: list[list[int]]) -> Any:
+        """What generate returns: the prompts, then every row's new tokens, padded to the longest."""
+        import torch
+
         width = max(map(len, completions))
         padded = [ids + [self.tokenizer.pad_token_id] * (width - len(ids)) for ids in completions]
         return torch.cat([input_ids, torch.tensor(padded, device=input_ids.device)], dim=1)
@@ -371,8 +377,6 @@ class LongWindedModel(RunawayModel):
         self.decoded = 0  # decoding steps of every call: the longest row's new tokens
 
     def generate(self, input_ids: Any, attention_mask: Any, **kwargs: Any) -> Any:
-        import torch
-
         cap = kwargs["generation_config"].max_new_tokens
         self.caps.append(cap)
         completions = []
@@ -382,10 +386,8 @@ class LongWindedModel(RunawayModel):
                 completions.append((self.filler * (cap // len(self.filler) + 1))[:cap])
             else:
                 completions.append(self.tokenizer.encode(self.agent.turn(text, index), add_special_tokens=False)[:cap])
-        width = max(map(len, completions))
-        self.decoded += width
-        padded = [ids + [self.tokenizer.pad_token_id] * (width - len(ids)) for ids in completions]
-        return torch.cat([input_ids, torch.tensor(padded, device=input_ids.device)], dim=1)
+        self.decoded += max(map(len, completions))
+        return self.appended(input_ids, completions)
 
 
 def long_winded_models(models: dict[str, LongWindedModel]) -> Any:
