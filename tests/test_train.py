@@ -297,8 +297,6 @@ class RunawayModel:
         self.invented = tokenizer.encode("\n<tool_response>\n42\n</tool_response>\n" * 3, add_special_tokens=False)
 
     def generate(self, input_ids: Any, attention_mask: Any, **kwargs: Any) -> Any:
-        import torch
-
         completions = []
         for index, (ids, mask) in enumerate(zip(input_ids, attention_mask, strict=True)):
             turn = self.agent.turn(self.tokenizer.decode(ids[mask.bool()]), index)
