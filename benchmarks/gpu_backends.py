@@ -49,6 +49,8 @@ VARIANTS: dict[str, list[str]] = {
     "stop+graphs+rollout": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
                             "--generation_mode_per_rollout", "true", *UNCAPPED],
     # Tool-loop turns decode at most what their episodes have left (train.py's default since 2026-12-02).
+    # Plain TRL has no decode graphs: its like-for-like row against stop+graphs+cap.
+    "stop+cap": ["--stop_at_tool_call", "true", "--decode_graphs", "false", "--cap_turns_at_budget", "true"],
     "stop+graphs+cap": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget", "true"],
     # And every turn capped at 256 new tokens, the learning proof's per-turn cap in eval (changes what a turn
     # that runs on is trained on: less of it).

@@ -5,7 +5,8 @@
 #   chunk NN       carry .m/part.NN: one piece of the Qwen2.5-Coder-0.5B GGUF into /tmp/m
 #   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn;
-#                  PROMPTS=4: the learning proof's 24-episode steps)
+#                  PROMPTS=4: the learning proof's 24-episode steps; TVARIANTS: plain TRL's variants;
+#                  BENCH_OUT=NAME: NAME.json and NAME.log, so two benches in one session keep both)
 #   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
 #                  one after the other in one process (benchmarks/eval_generation.py); figures to $OUT
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
@@ -16,7 +17,7 @@
 #                  6 x 1024 memory step (random weights) and eval-modes of ADAPTER; figures in /tmp/lp/extras
 #   then NAME STAGE ARGS...  in the background, once run NAME ends: any stage above (with this call's environment),
 #                  its files to /tmp/lp/extras (e.g. START_ADAPTER=DIR bash $0 then line2 bench); it is run
-#                  then-STAGE, which a later `then` can wait on
+#                  then-STAGE (or AS), which a later `then` can wait on
 #   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results, logs and
 #                  per-step metrics to $OUT
 #   stop NAME      end a background run
@@ -77,11 +78,12 @@ case "$stage" in
     convert
     # shellcheck disable=SC2086  (the lists are meant to split into words)
     python3 benchmarks/gpu_backends.py --model /tmp/qc --backends ${BACKENDS:-unsloth transformers} \
-      --variants ${VARIANTS:-before stop stop+graphs} --transformers-variants stop --steps "${STEPS:-3}" \
+      --variants ${VARIANTS:-before stop stop+graphs} --transformers-variants ${TVARIANTS:-stop} --steps "${STEPS:-3}" \
       ${START_ADAPTER:+--start-adapter "$START_ADAPTER"} ${DATA_DIR:+--data-dir "$DATA_DIR"} \
       ${PROMPTS:+--prompts-per-step "$PROMPTS"} \
-      --out "$out/multiturn.json" > "$out/bench.log" 2>&1 || echo "gpu_backends.py exited with $?"
-    tail -c 6000 "$out/bench.log"
+      --out "$out/${BENCH_OUT:-multiturn}.json" > "$out/${BENCH_OUT:-multiturn}.log" 2>&1 \
+      || echo "gpu_backends.py exited with $?"
+    tail -c 6000 "$out/${BENCH_OUT:-multiturn}.log"
     ;;
   eval-modes)
     # One process, the model loaded once under Unsloth: the held-out eval with one padded call a turn, then in
@@ -128,7 +130,8 @@ case "$stage" in
   then)
     # Like after, for any one stage: what follows a run must already wait on the machine when the run ends.
     # Named then-STAGE, so a later stage can wait on it in turn (then then-bench start line3b ...).
-    name=$1 queued=then-$2; shift
+    # AS=NAME names it otherwise, so one stage can be queued twice (two benches: AS=bench-vs-trl).
+    name=$1 queued=${AS:-then-$2}; shift
     queue_behind "$name" "$queued" "echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*; echo '[then] done'"
     ;;
   watch)
