@@ -132,7 +132,11 @@ case "$stage" in
     # Named then-STAGE, so a later stage can wait on it in turn (then then-bench start line3b ...).
     # AS=NAME names it otherwise, so one stage can be queued twice (two benches: AS=bench-vs-trl).
     name=$1 queued=${AS:-then-$2}; shift
-    queue_behind "$name" "$queued" "echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*; echo '[then] done'"
+    # start returns at once: the queued run then waits for the run it started, so that what is queued behind it
+    # waits too (2026-12-02: a bench queued behind `then ... start` ran beside that run's training).
+    until_started_ends=""
+    [ "$1" = start ] && until_started_ends="; while kill -0 \$(cat /tmp/lp/$2.pid) 2>/dev/null; do sleep 5; done"
+    queue_behind "$name" "$queued" "echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*$until_started_ends; echo '[then] done'"
     ;;
   watch)
     # SECONDS counts from this script's start; a device call that also converts or starts runs must leave room
