@@ -15,8 +15,8 @@ end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Q
 ``--prompts-per-step 4`` gives the learning proof's steps (4 prompt groups, 24 episodes with 6 generations).
 
 Per variant it reports the median step time after the first (warm-up) step, and what the step spent:
-each generation call of TRL's tool loop (batch, prompt lengths, new tokens, seconds, decode steps/s),
-the environment's own time (every SQLEnv tool call timed), and the rest (log-probabilities, backward,
+each generation call of TRL's tool loop (batch, prompt lengths, new tokens, seconds, decode steps/s, and
+its split into setup, prefill, decode and teardown, from hooks on the model's forward), the environment's own time (every SQLEnv tool call timed), and the rest (log-probabilities, backward,
 optimizer). It then generates one single-turn batch of the same size to the length cap with the same
 trainer, the reference for "tool-loop generation reaches N% of single-turn tokens/s". With a model
 that makes real tool calls (``python models.py fetch qwen2.5-coder-0.5b-instruct``) the steps are
@@ -26,6 +26,7 @@ multi-turn; random weights make none. Runs on CPU too (slowly), which is how its
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,13 +81,16 @@ class StepProfile:
     def install(self, trainer: Any) -> None:
         self.trainer = trainer
         generate_turn = trainer._generate_single_turn
+        phases = CallPhases(generation_forward_module(trainer.model))
 
         def timed(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> Any:
             _synchronize()
             started = time.perf_counter()
-            completion_ids, logprobs = generate_turn(prompt_ids, *args, **kwargs)
+            with phases.timing():
+                completion_ids, logprobs = generate_turn(prompt_ids, *args, **kwargs)
             _synchronize()
-            seconds = time.perf_counter() - started
+            ended = time.perf_counter()
+            seconds = ended - started
             if not self.active:
                 return completion_ids, logprobs
             lengths = [len(ids) for ids in completion_ids]
@@ -95,6 +100,7 @@ class StepProfile:
                 "prompt_tokens_mean": round(statistics.fmean(map(len, prompt_ids)), 1),
                 "new_tokens_max": max(lengths), "new_tokens_sum": sum(lengths), "seconds": round(seconds, 3),
                 "decode_steps_per_s": round(max(lengths) / seconds, 1) if seconds else None,
+                **phases.split(started, ended),
                 **decode_graph_stats(trainer.model),
             })
             return completion_ids, logprobs
@@ -120,6 +126,56 @@ class StepProfile:
                     self.env_calls += 1
 
             setattr(SQLEnv, name, timed_tool)
+
+
+def generation_forward_module(model: Any) -> Any:
+    """The module whose forward generate() calls once per new token: the transformers CausalLM under any PEFT
+    wrapper (PEFT's own PeftModelForCausalLM hands generate() down to it)."""
+    for module in model.modules():
+        cls = type(module)
+        if cls.__name__.endswith("ForCausalLM") and not cls.__module__.startswith("peft"):
+            return module
+    return model
+
+
+class CallPhases:
+    """Where one generation call's time goes, from hooks on the model's forward: setup before the first forward,
+    the prefill (the first forward, which also yields the first token), the decode (every later forward), and
+    teardown after the last one. One CUDA synchronize per forward: generate() already waits on the GPU every
+    token (its stopping check reads a device tensor), so the split costs little of what it measures."""
+
+    def __init__(self, module: Any) -> None:
+        self.active = False
+        self.marks: list[tuple[float, float]] = []  # (start, end) of each forward during a timed call
+        self._start = 0.0
+        module.register_forward_pre_hook(self._before)
+        module.register_forward_hook(self._after)
+
+    def _before(self, *_: Any) -> None:
+        if self.active:
+            _synchronize()
+            self._start = time.perf_counter()
+
+    def _after(self, *_: Any) -> None:
+        if self.active:
+            _synchronize()
+            self.marks.append((self._start, time.perf_counter()))
+
+    @contextlib.contextmanager
+    def timing(self) -> Iterator[None]:
+        self.marks, self.active = [], True
+        try:
+            yield
+        finally:
+            self.active = False
+
+    def split(self, started: float, ended: float) -> dict[str, Any]:
+        if not self.marks:
+            return {}
+        (prefill_start, prefill_end), last_end = self.marks[0], self.marks[-1][1]
+        return {"forwards": len(self.marks), "setup_s": round(prefill_start - started, 4),
+                "prefill_s": round(prefill_end - prefill_start, 4), "decode_s": round(last_end - prefill_end, 4),
+                "teardown_s": round(ended - last_end, 4)}
 
 
 def decode_graph_stats(model: Any) -> dict[str, int]:
@@ -232,6 +288,7 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         "mean_completion_tokens": round(statistics.fmean(
             entry["completions/mean_length"] for entry in history if "completions/mean_length" in entry), 1),
         "reward_mean": round(statistics.fmean(entry["reward"] for entry in history if "reward" in entry), 3),
+        **phase_summary(warm, warm_steps),
         "calls": profile.calls,
     }
     if profile.trainer is not None:
@@ -244,6 +301,22 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         row["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         row["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
     return row
+
+
+def phase_summary(calls: list[dict[str, Any]], steps: int) -> dict[str, float]:
+    """Per step, the generation calls' setup, prefill, decode and teardown seconds; and what a call costs before
+    its first decode step and after its last (the fixed part), and a decode step's milliseconds."""
+    split = [call for call in calls if "forwards" in call]
+    if not split:
+        return {}
+    per_step = {f"{phase}_s_per_step": round(sum(call[f"{phase}_s"] for call in split) / steps, 3)
+                for phase in ("setup", "prefill", "decode", "teardown")}
+    decode_steps = sum(call["forwards"] - 1 for call in split)
+    return {**per_step,
+            "call_fixed_s": round(statistics.fmean(call["setup_s"] + call["prefill_s"] + call["teardown_s"]
+                                                   for call in split), 3),
+            "decode_ms_per_step": round(1000 * sum(call["decode_s"] for call in split) / decode_steps, 2)
+            if decode_steps else None}
 
 
 def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], num_generations: int,
@@ -277,7 +350,7 @@ def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], 
 
 TABLE_COLUMNS = ["backend", "variant", "num_generations", "max_completion_length", "median_step_s",
                  "generation_share", "generated_tokens_per_s", "decode_steps_per_s", "tool_loop_vs_single_turn",
-                 "generation_calls_per_step", "tool_calls_per_step", "mean_completion_tokens", "environment_share",
+                 "generation_calls_per_step", "call_fixed_s", "decode_ms_per_step", "tool_calls_per_step", "mean_completion_tokens", "environment_share",
                  "reward_mean", "peak_reserved_gib", "error"]
 
 

@@ -25,6 +25,14 @@ def test_a_variant_is_profiled_from_a_real_run(tiny_model_dir: Path) -> None:
     assert 0 < row["generation_share"] <= 1.5 and row["environment_share"] >= 0
     assert row["single_turn"]["batch"] == 2 and row["single_turn"]["new_tokens"] == 8
     assert row["tool_loop_vs_single_turn"] > 0
+    # Every call is split into setup, prefill (the first forward, the first token), decode and teardown: one
+    # forward a new token, and the parts add up to the call's own seconds.
+    for call in row["calls"]:
+        assert call["forwards"] == call["new_tokens_max"]
+        parts = call["setup_s"] + call["prefill_s"] + call["decode_s"] + call["teardown_s"]
+        assert min(call["setup_s"], call["prefill_s"], call["decode_s"], call["teardown_s"]) >= 0
+        assert parts == pytest.approx(call["seconds"], abs=0.01)
+    assert row["call_fixed_s"] > 0 and row["decode_ms_per_step"] > 0
 
 
 def test_every_variant_is_a_set_of_train_flags() -> None:
