@@ -173,9 +173,14 @@ class CallPhases:
         if not self.marks:
             return {}
         (prefill_start, prefill_end), last_end = self.marks[0], self.marks[-1][1]
+        durations = [end - start for start, end in self.marks]
         return {"forwards": len(self.marks), "setup_s": round(prefill_start - started, 4),
                 "prefill_s": round(prefill_end - prefill_start, 4), "decode_s": round(last_end - prefill_end, 4),
-                "teardown_s": round(ended - last_end, 4)}
+                "teardown_s": round(ended - last_end, 4),
+                # Under Unsloth's decode graphs the first decode step runs eagerly (it fills the cache) and a new
+                # batch size captures on the next: the first forwards apart, then a steady step's median.
+                "first_forwards_s": [round(seconds, 4) for seconds in durations[:4]],
+                "steady_forward_ms": round(1000 * statistics.median(durations[4:]), 2) if durations[4:] else None}
 
 
 def decode_graph_stats(model: Any) -> dict[str, int]:

@@ -32,6 +32,8 @@ def test_a_variant_is_profiled_from_a_real_run(tiny_model_dir: Path) -> None:
         parts = call["setup_s"] + call["prefill_s"] + call["decode_s"] + call["teardown_s"]
         assert min(call["setup_s"], call["prefill_s"], call["decode_s"], call["teardown_s"]) >= 0
         assert parts == pytest.approx(call["seconds"], abs=0.01)
+        assert len(call["first_forwards_s"]) == min(4, call["forwards"])
+        assert call["first_forwards_s"][0] == pytest.approx(call["prefill_s"], abs=1e-3)
     assert row["call_fixed_s"] > 0 and row["decode_ms_per_step"] > 0
 
 
