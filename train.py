@@ -53,7 +53,7 @@ from typing import Any  # noqa: E402
 import yaml  # noqa: E402
 from accelerate import PartialState  # noqa: E402
 from datasets import Dataset  # noqa: E402
-from transformers import TrainerCallback  # noqa: E402
+from transformers import StoppingCriteria, StoppingCriteriaList, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer, TrlParser  # noqa: E402
 
 import models  # noqa: E402
@@ -119,7 +119,8 @@ class AgentConfig:
         default=True,
         metadata={"help": "Decode each tool-loop turn for at most what its episode may still keep of "
                           "max_completion_length (TRL generates every turn to the full length, then cuts each row to "
-                          "what is left): the same kept tokens, fewer decoding steps when a turn runs on."},
+                          "what is left): each call to its rows' largest budget, each row stopped at its own. The "
+                          "same kept tokens, fewer decoding steps when a turn runs on."},
     )
     max_turn_tokens: int = field(
         default=0,
@@ -659,18 +660,63 @@ class EpisodeBudget:
                   if len(prompt) <= len(row) and tuple(row[:len(prompt)]) == prompt]
         return len(row) - max(starts) if starts else None
 
-    def largest_remaining(self, rows: list[list[int]]) -> int | None:
-        """The most any row may keep; None for a rollout's first turn, whose rows become its prompts."""
+    def remaining(self, rows: list[list[int]]) -> list[int] | None:
+        """What each row may still keep; None for a rollout's first turn, whose rows become its prompts."""
         used = [self._used(row) for row in rows]
         if not used or None in used:
             self._prompts = {tuple(row) for row in rows}
             return None
-        return self.limit - min(used)  # type: ignore[type-var]  (no None left)
+        return [self.limit - tokens for tokens in used]  # type: ignore[operator]  (no None left)
+
+    def largest_remaining(self, rows: list[list[int]]) -> int | None:
+        """The most any row may keep; None for a rollout's first turn."""
+        remaining = self.remaining(rows)
+        return None if remaining is None else max(remaining)
+
+
+class RowBudgetStop(StoppingCriteria):
+    """Ends each row of one generate call once it has written its own budget of new tokens.
+
+    generate() pads a row it has ended with the pad token, and TRL cuts every row to what its episode may keep,
+    which is this budget: the tokens TRL keeps are the ones it kept before, and the call no longer waits on a
+    row that is writing tokens TRL will throw away."""
+
+    def __init__(self, prompt_length: int, budgets: list[int]) -> None:
+        self.prompt_length = prompt_length  # TRL left-pads a call's prompts to the longest
+        self.budgets = torch.tensor(budgets)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+        if self.budgets.device != input_ids.device:
+            self.budgets = self.budgets.to(input_ids.device)
+        return self.budgets <= input_ids.shape[1] - self.prompt_length
+
+
+@contextlib.contextmanager
+def stopping_rows(model: Any, criterion: StoppingCriteria) -> Any:
+    """``model.generate`` with ``criterion`` added to its stopping criteria, for one call of TRL's (which passes
+    none of its own). An instance attribute, so Unsloth's own per-call wrapper of generate wraps this one."""
+    had_own = "generate" in vars(model)
+    generate = model.generate
+
+    @functools.wraps(generate)
+    def generate_with_criterion(*args: Any, **kwargs: Any) -> Any:
+        criteria = StoppingCriteriaList([*(kwargs.pop("stopping_criteria", None) or []), criterion])
+        return generate(*args, stopping_criteria=criteria, **kwargs)
+
+    model.generate = generate_with_criterion
+    try:
+        yield
+    finally:
+        if had_own:
+            model.generate = generate
+        else:
+            del model.generate
 
 
 def cap_turns(trainer: GRPOTrainer, at_budget: bool = True, turn_tokens: int = 0) -> EpisodeBudget | None:
     """Cap each generation call's ``max_new_tokens``: ``at_budget``, a tool-loop turn at the largest budget its
-    rows have left; ``turn_tokens`` (above 0), every turn at that many tokens.
+    rows have left, and each row stopped at its own (RowBudgetStop); ``turn_tokens`` (above 0), every turn at that
+    many tokens.
 
     TRL 1.15 generates every turn to ``max_completion_length`` and then cuts each row to what is left of its
     episode's budget, so a row that never closes its call decodes the whole length while the batch waits, and
@@ -688,19 +734,25 @@ def cap_turns(trainer: GRPOTrainer, at_budget: bool = True, turn_tokens: int = 0
     @functools.wraps(generate_turn)
     def generate_capped_turn(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
         full = config.max_new_tokens
-        remaining = budget.largest_remaining(prompt_ids) if at_budget else None
+        remaining = budget.remaining(prompt_ids) if at_budget else None
         cap = full
-        if full is not None and remaining is not None:
-            cap = min(cap, max(1, remaining))  # generate writes one token at least; TRL cuts a row with none left
+        # generate writes one token at least; TRL cuts a row with none left
+        rows = None if remaining is None else [max(1, tokens) for tokens in remaining]
+        if full is not None and rows is not None:
+            cap = min(cap, max(rows))
         if full is not None and turn_tokens:
             cap = min(cap, turn_tokens)
-        if cap == full:
-            return generate_turn(prompt_ids, *args, **kwargs)
-        config.max_new_tokens = cap
-        try:
-            return generate_turn(prompt_ids, *args, **kwargs)
-        finally:
-            config.max_new_tokens = full
+        with contextlib.ExitStack() as turn:
+            if rows is not None and cap is not None and min(rows) < cap:  # a row would write past its budget
+                model = trainer.accelerator.unwrap_model(trainer.model_wrapped)  # what TRL calls generate on
+                turn.enter_context(stopping_rows(model, RowBudgetStop(max(map(len, prompt_ids)), rows)))
+            if cap == full:
+                return generate_turn(prompt_ids, *args, **kwargs)
+            config.max_new_tokens = cap
+            try:
+                return generate_turn(prompt_ids, *args, **kwargs)
+            finally:
+                config.max_new_tokens = full
 
     trainer._generate_single_turn = generate_capped_turn
     return budget

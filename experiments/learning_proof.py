@@ -27,8 +27,9 @@ With several ``--seeds``, arms run one after another, arm by arm (every seed's w
 seed's easy phase, ...), one GPU process at a time: on the H200, three warm-ups' held-out evals side by side
 (614 questions) played 0.9-1.4 questions a second each; one eval alone played 4.5 a second. Invocations
 that do run side by side (each with its own ``--results`` file, sharing ``--work``) are gathered with
-``--merge results-*.json``. A seed whose ``sft`` warm-up made no tool call in any held-out episode gets no
-later arms: GRPO from it would see only zero rewards.
+``--merge results-*.json`` (an arm measured again replaces its entry; the earlier one moves to
+``superseded``). A seed whose ``sft`` warm-up made no tool call in any held-out episode gets no later arms:
+GRPO from it would see only zero rewards.
 """
 
 from __future__ import annotations
@@ -276,6 +277,19 @@ def save_results(path: Path, results: dict[str, Any]) -> None:
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(temporary, path)  # a crash mid-write never leaves half a results file
+
+
+def record_run(results: dict[str, Any], key: str, run: dict[str, Any]) -> None:
+    """``run`` as ``results["runs"][key]``; a different run already there moves to ``superseded`` (under
+    ``key@commit``), so a run measured again never erases what was measured before."""
+    earlier = results["runs"].get(key)
+    if earlier is not None and earlier != run:
+        superseded = results.setdefault("superseded", {})
+        name, suffix = f"{key}@{earlier.get('commit', 'unknown')}", 2
+        while name in superseded and superseded[name] != earlier:
+            name, suffix = f"{key}@{earlier.get('commit', 'unknown')}-{suffix}", suffix + 1
+        superseded[name] = earlier
+    results["runs"][key] = run
 
 
 def git_commit() -> str:
@@ -632,7 +646,8 @@ def main(argv: list[str] | None = None) -> int:
         for path in arguments.merge:
             if not path.is_file():
                 parser.error(f"--merge: no results file at {path}")
-            results["runs"].update(load_results(path)["runs"])  # a run measured again replaces the older one
+            for key, run in load_results(path)["runs"].items():
+                record_run(results, key, run)  # a run measured again replaces the older one, which is kept
         save_results(arguments.results, results)
         print(f"[proof] merged {len(arguments.merge)} results file(s) into {arguments.results}: "
               f"{len(results['runs'])} runs")
@@ -659,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
             if seed in stopped:
                 continue
             entry = run_arm(ARMS[name], scale, arguments.model, data, arguments.work, seed)
-            results["runs"][f"{name}/seed{seed}/{scale.name}"] = entry
+            record_run(results, f"{name}/seed{seed}/{scale.name}", entry)
             save_results(arguments.results, results)  # after every arm: nothing measured is lost
             write_report(results, arguments.report, figures_dir, arguments.results)
             print(f"[proof] {name} seed {seed}: {entry['seconds']:.0f} s; held-out accuracy "

@@ -161,6 +161,15 @@ def test_results_of_side_by_side_invocations_merge_into_one_file(tmp_path: Path)
     assert results["notes"] == "kept" and "| no-sft | 0.0% (n=1)" in (tmp_path / "report.md").read_text()
     with pytest.raises(SystemExit):
         learning_proof.main([*argv[:4], "--merge", str(tmp_path / "missing.json")])
+    # The same arm measured again replaces the entry; the earlier measurement is kept, under superseded.
+    remeasured = dict(measured, arm="sft", commit="abc1234", seconds=1.0)
+    learning_proof.save_results(tmp_path / "results-c.json", {"runs": {"sft/seed0/gpu": remeasured}})
+    assert learning_proof.main([*argv[:4], "--merge", str(tmp_path / "results-c.json")]) == 0
+    results = json.loads(merged.read_text())
+    assert results["runs"]["sft/seed0/gpu"] == remeasured
+    assert results["superseded"][f"sft/seed0/gpu@{measured['commit']}"] == dict(measured, arm="sft")
+    assert learning_proof.main([*argv[:4], "--merge", str(tmp_path / "results-c.json")]) == 0  # merged twice
+    assert len(json.loads(merged.read_text())["superseded"]) == 1
 
 
 def _heldout(overall: float, outcomes: str = "", digest: str = "d") -> dict:

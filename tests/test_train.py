@@ -368,31 +368,57 @@ class LongWindedModel(RunawayModel):
     """On its third turn the first row writes on without closing its call, for as long as generate lets it
     (``generation_config.max_new_tokens``, recorded per call), as sampled models sometimes do."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, preamble: str = "") -> None:
         super().__init__(tokenizer, runaway=False)
         self.filler = tokenizer.encode(" and then the next table", add_special_tokens=False)
+        self.preamble = preamble  # written by the first row before its first call: its episode uses more
         self.caps: list[int] = []
         self.decoded = 0  # decoding steps of every call: the longest row's new tokens
+        self.ran_on: list[tuple[int, int]] = []  # (max_new_tokens, decoding steps) of each call a row ran on in
 
     def generate(self, input_ids: Any, attention_mask: Any, **kwargs: Any) -> Any:
         cap = kwargs["generation_config"].max_new_tokens
         self.caps.append(cap)
-        completions = []
+        completions, runs_on = [], False
         for index, (ids, mask) in enumerate(zip(input_ids, attention_mask, strict=True)):
             text = self.tokenizer.decode(ids[mask.bool()])
-            if index == 0 and text.count(ASSISTANT_HEADER) - 1 == 2:
+            turn = text.count(ASSISTANT_HEADER) - 1
+            if index == 0 and turn == 2:
                 completions.append((self.filler * (cap // len(self.filler) + 1))[:cap])
+                runs_on = True
             else:
-                completions.append(self.tokenizer.encode(self.agent.turn(text, index), add_special_tokens=False)[:cap])
+                written = (self.preamble if index == 0 and turn == 0 else "") + self.agent.turn(text, index)
+                completions.append(self.tokenizer.encode(written, add_special_tokens=False)[:cap])
+        completions = self.stopped(input_ids, completions, kwargs.get("stopping_criteria"))
         self.decoded += max(map(len, completions))
+        if runs_on:
+            self.ran_on.append((cap, max(map(len, completions))))
         return self.appended(input_ids, completions)
 
+    def stopped(self, input_ids: Any, completions: list[list[int]], criteria: Any) -> list[list[int]]:
+        """What generate's loop keeps under ``criteria``: after each new token, a row they end writes no more."""
+        if not criteria:
+            return completions
+        pad = self.tokenizer.pad_token_id
+        kept: list[list[int]] = [[] for _ in completions]
+        ended = [False] * len(completions)
+        for step in range(max(map(len, completions))):
+            for row, ids in enumerate(completions):
+                if not ended[row] and step < len(ids):
+                    kept[row].append(ids[step])
+            written = self.appended(input_ids, [ids + [pad] * (step + 1 - len(ids)) for ids in kept])
+            stop = criteria(written, None).tolist()
+            ended = [done or stop[row] or len(kept[row]) == len(completions[row]) for row, done in enumerate(ended)]
+            if all(ended):
+                break
+        return kept
 
-def long_winded_models(models: dict[str, LongWindedModel]) -> Any:
+
+def long_winded_models(models: dict[str, LongWindedModel], preamble: str = "") -> Any:
     """``model_for(name)``: a scored_batches ``make_model`` that keeps its LongWindedModel in ``models[name]``."""
     def model_for(name: str) -> Any:
         def make(tokenizer: Any) -> LongWindedModel:
-            models[name] = LongWindedModel(tokenizer)
+            models[name] = LongWindedModel(tokenizer, preamble)
             return models[name]
         return make
     return model_for
@@ -415,6 +441,23 @@ def test_turns_capped_at_the_episode_budget_keep_every_token_mask_and_reward(tmp
     # Its turn decoded only that much: 1536 less what the episode had used, where uncapped it decoded 1536.
     saved = models["uncapped"].decoded - models["capped"].decoded
     assert 0 < saved < limit
+
+
+@pytest.mark.slow
+def test_a_row_with_less_budget_than_its_call_stops_at_its_own_and_keeps_every_token(tmp_path: Path) -> None:
+    """The row that runs on has written a preamble earlier, so it has less left than the other row of its call:
+    the call's cap is the other row's budget, and the row itself stops at its own (RowBudgetStop)."""
+    models: dict[str, LongWindedModel] = {}
+    model_for = long_winded_models(models, preamble="Let me look at the table's columns before I query it. " * 8)
+    capped = scored_batches(tmp_path / "capped", runaway=False, make_model=model_for("capped"))
+    uncapped = scored_batches(tmp_path / "uncapped", "--cap_turns_at_budget", "false", runaway=False,
+                              make_model=model_for("uncapped"))
+    assert capped == uncapped  # the same ids, masks and rewards
+    assert max(len(ids) for ids in capped[0]["completion_ids"]) == 1536  # the row that ran on reached the limit
+    (call_cap, decoded), = models["capped"].ran_on
+    assert decoded < call_cap < 1536  # its own budget ended the call before the call's cap did
+    (uncapped_cap, uncapped_decoded), = models["uncapped"].ran_on
+    assert uncapped_cap == uncapped_decoded == 1536
 
 
 @pytest.mark.slow
@@ -454,14 +497,22 @@ class Checked(Exception):
 @pytest.mark.slow
 def test_the_real_generate_call_decodes_no_more_than_the_rows_have_left(tmp_path: Path) -> None:
     """Through TRL's _generate_single_turn and the tiny model's own generate (no stand-in): a later turn whose
-    row has used 10 of 16 tokens decodes at most 6."""
+    row has used 10 of 16 tokens decodes at most 6, also beside a row that may write 14."""
     lengths: list[list[int]] = []
+    rows: list[list[int]] = []
+    pad_ids: list[int] = []
 
     def check(trainer: Any) -> None:
         prompt = list(range(5, 45))
         first, _ = trainer._generate_single_turn([prompt, prompt], None, {}, 2)
         later, _ = trainer._generate_single_turn([prompt + list(range(50, 60))], None, {}, num_generations=1)
         lengths.extend([[len(ids) for ids in first], [len(ids) for ids in later]])
+        # Two rows in one call, 6 and 14 tokens left: the call decodes up to 14, the first row stops at its 6
+        # (generate pads a row it has ended; TRL then cuts it to its budget).
+        pair, _ = trainer._generate_single_turn([prompt + list(range(50, 60)), prompt + [50, 51]], None, {},
+                                                num_generations=1)
+        rows.extend(pair)
+        pad_ids.append(trainer.processing_class.pad_token_id)
         raise Checked
 
     with pytest.raises(Checked):
@@ -470,6 +521,8 @@ def test_the_real_generate_call_decodes_no_more_than_the_rows_have_left(tmp_path
                     "--report_to", "none", "--max_steps", "1", "--phase", "easy"], before_train=check)
     first, later = lengths
     assert max(later) <= 6 < max(first) <= 16  # random weights write to the cap, unless they hit a stop token
+    short, long = rows
+    assert set(short[6:]) <= set(pad_ids) and len(long) <= 14
 
 
 def test_episode_budget_is_what_the_rows_left_of_their_prompt_may_still_keep() -> None:
