@@ -50,7 +50,8 @@ VARIANTS: dict[str, list[str]] = {
     # One generation mode per rollout: Unsloth keeps its decode buffers and graphs across the tool loop's turns.
     "stop+graphs+rollout": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
                             "--generation_mode_per_rollout", "true", *UNCAPPED],
-    # Tool-loop turns decode at most what their episodes have left (train.py's default since 2026-12-02).
+    # Tool-loop turns decode at most what their episodes have left (train.py's default since 2026-12-02): each
+    # call to its rows' largest budget, and since commit 9374b27 each row stopped at its own.
     # Plain TRL has no decode graphs: its like-for-like row against stop+graphs+cap.
     "stop+cap": ["--stop_at_tool_call", "true", "--decode_graphs", "false", "--cap_turns_at_budget", "true"],
     "stop+graphs+cap": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget", "true"],
