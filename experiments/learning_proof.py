@@ -447,9 +447,7 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
              "not run" if mean_answered is None else ("pass" if mean_answered >= 0.95 else "fail"))]
     sft_overall = {key: measured(run, "heldout", "accuracy", "overall")
                    for key, run in runs_by_seed(results, "sft").items()}
-    gains = [overall - sft_overall[key] for key, run in runs_by_seed(results, "mixed").items()
-             if (overall := measured(run, "heldout", "accuracy", "overall")) is not None
-             and sft_overall.get(key) is not None]
+    gains = gains_over_warm_up(results, "mixed", sft_overall)
     _, sft_spread = _mean_spread(list(sft_overall.values()))
     if not gains:
         verdict = "not run"
@@ -463,7 +461,26 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
     rows.append((("GRPO (easy + mixed) adds >= 5 points over its warm-up, beyond the seed spread (held-out overall, "
                   "mixed - sft of the same seed)"),
                  (_cell(gains).replace("%", " points", 1) + spread_text) if gains else "not run", verdict))
+    # The easy phase has more seeds than the whole line: what it adds by itself, on the same footing.
+    easy_gains = gains_over_warm_up(results, "easy", sft_overall)
+    if not easy_gains:
+        easy_verdict = "not run"
+    elif sft_spread is None:
+        easy_verdict = "see numbers (one warm-up: no seed spread yet)"
+    else:
+        easy_verdict = ("more than the warm-ups' seed spread" if statistics.fmean(easy_gains) > sft_spread
+                        else "within the warm-ups' seed spread")
+    rows.append(("the easy phase alone over its warm-up (held-out overall, easy - sft of the same seed)",
+                 (_cell(easy_gains).replace("%", " points", 1) + spread_text) if easy_gains else "not run",
+                 easy_verdict))
     return rows
+
+
+def gains_over_warm_up(results: dict[str, Any], arm: str, sft_overall: dict[Any, float | None]) -> list[float]:
+    """Held-out overall accuracy of ``arm`` minus that of the warm-up of the same seed and scale, per seed."""
+    return [overall - warm_up for key, run in runs_by_seed(results, arm).items()
+            if (overall := measured(run, "heldout", "accuracy", "overall")) is not None
+            and (warm_up := sft_overall.get(key)) is not None]
 
 
 def mcnemar_p(gained: int, lost: int) -> float:

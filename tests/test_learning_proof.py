@@ -200,18 +200,26 @@ def test_arms_of_one_seed_compare_question_by_question_only_over_the_same_questi
 
 
 def test_the_curriculum_targets_fail_below_five_points_and_say_when_the_spread_is_unmeasured() -> None:
-    def results(sft: list[float], mixed: list[float]) -> dict:
+    def results(sft: list[float], mixed: list[float], easy: tuple[float, ...] = ()) -> dict:
         runs = {f"sft/seed{seed}/gpu": {"arm": "sft", "seed": seed, "evals": {"heldout": _heldout(value)}}
                 for seed, value in enumerate(sft)}
         runs |= {f"mixed/seed{seed}/gpu": {"arm": "mixed", "seed": seed, "evals": {"heldout": _heldout(value)}}
                  for seed, value in enumerate(mixed)}
+        runs |= {f"easy/seed{seed}/gpu": {"arm": "easy", "seed": seed, "evals": {"heldout": _heldout(value)}}
+                 for seed, value in enumerate(easy)}
         return {"runs": runs}
 
     def verdicts(measured_results: dict) -> list[str]:
         return [verdict for _, _, verdict in learning_proof.curriculum_target_rows(measured_results)]
 
-    assert verdicts({"runs": {}}) == ["not run"] * 3
-    assert verdicts(results([0.420], [0.423])) == ["pass", "pass", "fail"]  # 40% reached, GRPO added 0.3 points
+    assert verdicts({"runs": {}}) == ["not run"] * 4
+    assert verdicts(results([0.420], [0.423]))[:3] == ["pass", "pass", "fail"]  # 40% reached, GRPO added 0.3 points
+    # The easy phase alone, against the same seeds' warm-ups, where it has more seeds than the mixed phase:
+    easy_row = learning_proof.curriculum_target_rows(results([0.30, 0.32, 0.31], [0.36], easy=(0.40, 0.33, 0.31)))[3]
+    assert easy_row[1] == "3.7 points ± 5.5 (n=3); warm-ups' spread across seeds ± 1.0"
+    assert easy_row[2] == "more than the warm-ups' seed spread"
+    assert verdicts(results([0.30, 0.45], [0.40], easy=(0.30, 0.46)))[3] == "within the warm-ups' seed spread"
+    assert verdicts(results([0.30], [0.40], easy=(0.35,)))[3].startswith("see numbers")
     assert verdicts(results([0.30], [0.36]))[0] == "fail"
     assert verdicts(results([0.30], [0.36]))[2].startswith("5 points or more; the seed spread is not measured")
     # gains of 10 and 5 points: beyond warm-ups 2 points apart, not beyond warm-ups 15 points apart
