@@ -668,11 +668,6 @@ class EpisodeBudget:
             return None
         return [self.limit - tokens for tokens in used]  # type: ignore[operator]  (no None left)
 
-    def largest_remaining(self, rows: list[list[int]]) -> int | None:
-        """The most any row may keep; None for a rollout's first turn."""
-        remaining = self.remaining(rows)
-        return None if remaining is None else max(remaining)
-
 
 class RowBudgetStop(StoppingCriteria):
     """Ends each row of one generate call once it has written its own budget of new tokens.
@@ -746,13 +741,10 @@ def cap_turns(trainer: GRPOTrainer, at_budget: bool = True, turn_tokens: int = 0
             if rows is not None and cap is not None and min(rows) < cap:  # a row would write past its budget
                 model = trainer.accelerator.unwrap_model(trainer.model_wrapped)  # what TRL calls generate on
                 turn.enter_context(stopping_rows(model, RowBudgetStop(max(map(len, prompt_ids)), rows)))
-            if cap == full:
-                return generate_turn(prompt_ids, *args, **kwargs)
-            config.max_new_tokens = cap
-            try:
-                return generate_turn(prompt_ids, *args, **kwargs)
-            finally:
-                config.max_new_tokens = full
+            if cap != full:
+                config.max_new_tokens = cap
+                turn.callback(setattr, config, "max_new_tokens", full)  # also when generation raises
+            return generate_turn(prompt_ids, *args, **kwargs)
 
     trainer._generate_single_turn = generate_capped_turn
     return budget

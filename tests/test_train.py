@@ -527,11 +527,11 @@ def test_the_real_generate_call_decodes_no_more_than_the_rows_have_left(tmp_path
 
 def test_episode_budget_is_what_the_rows_left_of_their_prompt_may_still_keep() -> None:
     budget = train.EpisodeBudget(10)
-    assert budget.largest_remaining([[1, 2, 3], [1, 2, 3], [7, 8]]) is None  # a first turn: its rows are the prompts
-    assert budget.largest_remaining([[1, 2, 3, 4, 5, 6], [7, 8, 9]]) == 9  # 3 and 1 used: the larger budget
-    assert budget.largest_remaining([[1, 2, 3], [7, 8]]) == 10  # the same prompts again, nothing used yet
-    assert budget.largest_remaining([[5, 5], [1, 2, 3]]) is None  # a new prompt: a new rollout
-    assert budget.largest_remaining([[1, 2, 3, 0] + [0] * 10]) == -1  # more than the budget used: nothing left
+    assert budget.remaining([[1, 2, 3], [1, 2, 3], [7, 8]]) is None  # a first turn: its rows are the prompts
+    assert budget.remaining([[1, 2, 3, 4, 5, 6], [7, 8, 9]]) == [7, 9]  # 3 and 1 used
+    assert budget.remaining([[1, 2, 3], [7, 8]]) == [10, 10]  # the same prompts again, nothing used yet
+    assert budget.remaining([[5, 5], [1, 2, 3]]) is None  # a new prompt: a new rollout
+    assert budget.remaining([[1, 2, 3, 0] + [0] * 10]) == [-1]  # more than the budget used: nothing left
 
 
 def test_a_capped_turn_gives_the_trainer_its_full_length_back_even_when_generation_fails() -> None:
