@@ -16,8 +16,8 @@ end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Q
 
 Per variant it reports the median step time after the first (warm-up) step, and what the step spent:
 each generation call of TRL's tool loop (batch, prompt lengths, new tokens, seconds, decode steps/s, and
-its split into setup, prefill, decode and teardown, from hooks on the model's forward), the environment's own time (every SQLEnv tool call timed), and the rest (log-probabilities, backward,
-optimizer). It then generates one single-turn batch of the same size to the length cap with the same
+its split into setup, prefill, decode and teardown, from hooks on the model's forward), the environment's
+own time (every SQLEnv tool call timed), and the rest (log-probabilities, backward, optimizer). It then generates one single-turn batch of the same size to the length cap with the same
 trainer, the reference for "tool-loop generation reaches N% of single-turn tokens/s". With a model
 that makes real tool calls (``python models.py fetch qwen2.5-coder-0.5b-instruct``) the steps are
 multi-turn; random weights make none. Runs on CPU too (slowly), which is how its tests check it.
@@ -356,8 +356,8 @@ def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], 
 
 TABLE_COLUMNS = ["backend", "variant", "num_generations", "max_completion_length", "median_step_s",
                  "generation_share", "generated_tokens_per_s", "decode_steps_per_s", "tool_loop_vs_single_turn",
-                 "generation_calls_per_step", "call_fixed_s", "decode_ms_per_step", "tool_calls_per_step", "mean_completion_tokens", "environment_share",
-                 "reward_mean", "peak_reserved_gib", "error"]
+                 "generation_calls_per_step", "call_fixed_s", "decode_ms_per_step", "tool_calls_per_step",
+                 "mean_completion_tokens", "environment_share", "reward_mean", "peak_reserved_gib", "error"]
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:

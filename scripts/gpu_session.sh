@@ -53,10 +53,13 @@ collect() {  # background runs' progress, logs, results and per-step metrics to 
   cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
   if [ -d /tmp/lp/extras ]; then tar czf "$out/extras.tgz" -C /tmp/lp extras; fi
 }
+until_ended() {  # the shell loop that waits while background run NAME is alive
+  echo "while kill -0 \$(cat /tmp/lp/$1.pid) 2>/dev/null; do sleep 5; done"
+}
 queue_behind() {  # queue_behind NAME AS SCRIPT: once run NAME ends, SCRIPT in the background as run AS
   mkdir -p /tmp/lp/extras
   setsid nohup bash -c "
-    while kill -0 \$(cat /tmp/lp/$1.pid) 2>/dev/null; do sleep 5; done
+    $(until_ended "$1")
     cd $PWD; $3" > "/tmp/lp/$2.log" 2>&1 &
   echo $! > "/tmp/lp/$2.pid"; echo "queued $2 after $1 (pid $!)"
 }
@@ -134,9 +137,10 @@ case "$stage" in
     name=$1 queued=${AS:-then-$2}; shift
     # start returns at once: the queued run then waits for the run it started, so that what is queued behind it
     # waits too (2026-12-02: a bench queued behind `then ... start` ran beside that run's training).
-    until_started_ends=""
-    [ "$1" = start ] && until_started_ends="; while kill -0 \$(cat /tmp/lp/$2.pid) 2>/dev/null; do sleep 5; done"
-    queue_behind "$name" "$queued" "echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*$until_started_ends; echo '[then] done'"
+    started_run=""
+    [ "$1" = start ] && started_run="; $(until_ended "$2")"
+    queue_behind "$name" "$queued" \
+      "echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*$started_run; echo '[then] done'"
     ;;
   watch)
     # SECONDS counts from this script's start; a device call that also converts or starts runs must leave room
