@@ -66,3 +66,16 @@ def test_a_variant_starts_from_a_warm_up_adapter(tiny_model_dir: Path, tmp_path:
     with pytest.raises(train.SetupError, match="no adapter_model.safetensors there"):
         gpu_backends.measure_variant("transformers", str(tiny_model_dir), "stop", steps=1, num_generations=2,
                                      max_completion_length=8, data_dir=None, start_adapter=str(tmp_path / "none"))
+
+
+def test_a_calls_fixed_cost_and_decode_step_are_fitted_from_written_rows(tmp_path: Path) -> None:
+    import fit_call_costs
+
+    calls = [{"step": 0, "batch": 24, "new_tokens_max": 9, "seconds": 5.0}]  # the warm-up step: left out
+    calls += [{"step": 1, "batch": 24, "new_tokens_max": n, "seconds": 0.4 + 0.015 * n} for n in (20, 60, 80)]
+    calls += [{"step": 1, "batch": 2, "new_tokens_max": 3, "seconds": 0.5}]  # one call of that batch: no line
+    (fit,) = fit_call_costs.fit_call_costs([{"backend": "unsloth", "variant": "v", "calls": calls}])
+    assert fit == {"backend": "unsloth", "variant": "v", "batch": 24, "calls": 3, "fixed_s_per_call": 0.4,
+                   "ms_per_decode_step": 15.0}
+    with pytest.raises(SystemExit):
+        fit_call_costs.main([str(tmp_path / "missing.json")])

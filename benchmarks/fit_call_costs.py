@@ -1,0 +1,52 @@
+"""What a tool-loop generation call costs, fitted from the rows benchmarks/gpu_backends.py wrote.
+
+    python benchmarks/fit_call_costs.py docs/gpu_measurements/multiturn_cap_24rows_seed3_2026-12-02b.json
+
+For every backend, variant and batch size with at least three measured calls (the warm-up step left out), a
+least-squares line through the calls' seconds against their decoding steps (the longest row's new tokens):
+its intercept is the fixed cost of a call, its slope the cost of one decoding step. Rows written before the
+benchmark split each call itself (``setup_s`` ... ``teardown_s``) can only be read this way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+MIN_CALLS = 3
+
+
+def fit_call_costs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One fit per (backend, variant, batch) with at least MIN_CALLS calls after the warm-up step."""
+    fits = []
+    for row in rows:
+        calls = [call for call in row.get("calls", []) if call["step"] >= 1]
+        for batch in sorted({call["batch"] for call in calls}):
+            same = [call for call in calls if call["batch"] == batch]
+            steps = [call["new_tokens_max"] for call in same]
+            if len(same) < MIN_CALLS or len(set(steps)) < 2:  # a line needs two distinct lengths
+                continue
+            slope, intercept = statistics.linear_regression(steps, [call["seconds"] for call in same])
+            fits.append({"backend": row["backend"], "variant": row["variant"], "batch": batch, "calls": len(same),
+                         "fixed_s_per_call": round(intercept, 3), "ms_per_decode_step": round(1000 * slope, 1)})
+    return fits
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("rows", type=Path, help="a JSON file of benchmarks/gpu_backends.py --out")
+    arguments = parser.parse_args(argv)
+    if not arguments.rows.is_file():
+        parser.error(f"no rows file at {arguments.rows}")
+    columns = ["backend", "variant", "batch", "calls", "fixed_s_per_call", "ms_per_decode_step"]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for fit in fit_call_costs(json.loads(arguments.rows.read_text())):
+        print("| " + " | ".join(str(fit[column]) for column in columns) + " |")
+
+
+if __name__ == "__main__":
+    main()
