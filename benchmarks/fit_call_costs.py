@@ -4,7 +4,8 @@
 
 For every backend, variant and batch size with at least three measured calls (the warm-up step left out), a
 least-squares line through the calls' seconds against their decoding steps (the longest row's new tokens):
-its intercept is the fixed cost of a call, its slope the cost of one decoding step. Rows written before the
+its intercept is the fixed cost of a call, its slope the cost of one decoding step. Per variant, also the share
+of the decoded row-steps that wrote kept tokens. Rows written before the
 benchmark split each call itself (``setup_s`` ... ``teardown_s``) can only be read this way.
 """
 
@@ -35,6 +36,14 @@ def fit_call_costs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return fits
 
 
+def kept_row_step_share(row: dict[str, Any]) -> float | None:
+    """Of the row-steps a variant's calls decoded (batch x the longest row's new tokens), the share that wrote a
+    token some row kept: the rest is rows waiting, ended, for their call's longest row."""
+    calls = [call for call in row.get("calls", []) if call["step"] >= 1]
+    row_steps = sum(call["batch"] * call["new_tokens_max"] for call in calls)
+    return round(sum(call["new_tokens_sum"] for call in calls) / row_steps, 2) if row_steps else None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("rows", type=Path, help="a JSON file of benchmarks/gpu_backends.py --out")
@@ -44,8 +53,11 @@ def main(argv: list[str] | None = None) -> None:
     columns = ["backend", "variant", "batch", "calls", "fixed_s_per_call", "ms_per_decode_step"]
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
-    for fit in fit_call_costs(json.loads(arguments.rows.read_text())):
+    rows = json.loads(arguments.rows.read_text())
+    for fit in fit_call_costs(rows):
         print("| " + " | ".join(str(fit[column]) for column in columns) + " |")
+    for row in rows:
+        print(f"{row['backend']} {row['variant']}: kept share of the decoded row-steps {kept_row_step_share(row)}")
 
 
 if __name__ == "__main__":

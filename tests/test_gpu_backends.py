@@ -77,5 +77,9 @@ def test_a_calls_fixed_cost_and_decode_step_are_fitted_from_written_rows(tmp_pat
     (fit,) = fit_call_costs.fit_call_costs([{"backend": "unsloth", "variant": "v", "calls": calls}])
     assert fit == {"backend": "unsloth", "variant": "v", "batch": 24, "calls": 3, "fixed_s_per_call": 0.4,
                    "ms_per_decode_step": 15.0}
+    # Each call keeping only its longest row's tokens: 20 + 60 + 80 + 3 of 24 x (20 + 60 + 80) + 2 x 3 row-steps
+    for call in calls:
+        call["new_tokens_sum"] = call["new_tokens_max"]
+    assert fit_call_costs.kept_row_step_share({"calls": calls}) == round(163 / 3846, 2)
     with pytest.raises(SystemExit):
         fit_call_costs.main([str(tmp_path / "missing.json")])
