@@ -76,7 +76,6 @@ class Scale:
     sft_learning_rate: float
     easy_steps: int
     mixed_steps: int
-    ablation_steps: int
     # train.py's default GRPO learning rate is 1e-5; the gpu scale takes 2e-5 because its runs are short
     # (tens of steps, not an L4 user's 3 epochs). A choice for the budget, not a tuned value.
     grpo_learning_rate: float
@@ -94,11 +93,11 @@ class Scale:
 
 SCALES = {
     "gpu": Scale(name="gpu", sft_questions=600, sft_epochs=1, sft_batch_size=8, sft_learning_rate=1e-3,
-                 easy_steps=100, mixed_steps=100, ablation_steps=60, grpo_learning_rate=2e-5, grpo_prompts_per_step=4,
+                 easy_steps=100, mixed_steps=100, grpo_learning_rate=2e-5, grpo_prompts_per_step=4,
                  max_completion_length=512, eval_train_easy_limit=200, eval_heldout_limit=None,
                  eval_max_new_tokens=256),
     "quick": Scale(name="quick", sft_questions=4, sft_epochs=1, sft_batch_size=2, sft_learning_rate=1e-3,
-                   easy_steps=1, mixed_steps=1, ablation_steps=1, grpo_learning_rate=1e-5, grpo_prompts_per_step=1,
+                   easy_steps=1, mixed_steps=1, grpo_learning_rate=1e-5, grpo_prompts_per_step=1,
                    max_completion_length=96, eval_train_easy_limit=2, eval_heldout_limit=2, eval_max_new_tokens=48),
 }
 
@@ -151,6 +150,8 @@ class Arm:
     start_from: str | None
     steps_of: str  # which Scale field gives the number of steps
     flags: tuple[str, ...] = ()
+    # An ablation's full-setting arm: the one it is compared with, from the same warm-up (same seed and scale).
+    ablates: str | None = None
 
 
 ARMS = {
@@ -158,12 +159,12 @@ ARMS = {
     "sft": Arm("sft", "sft", None, "easy_steps"),
     "easy": Arm("easy", "easy", "sft", "easy_steps"),
     "mixed": Arm("mixed", "mixed", "easy", "mixed_steps"),
-    "ng4": Arm("ng4", "easy", "sft", "ablation_steps", ("--num_generations", "4")),
-    "no-penalty": Arm("no-penalty", "easy", "sft", "ablation_steps", ("--post_episode_penalty", "0")),
-    "no-fewshot": Arm("no-fewshot", "easy", "sft", "ablation_steps", ("--fewshot_examples", "0")),
-    "no-sft": Arm("no-sft", "easy", None, "easy_steps"),
+    "ng4": Arm("ng4", "easy", "sft", "easy_steps", ("--num_generations", "4"), ablates="easy"),
+    "no-penalty": Arm("no-penalty", "easy", "sft", "easy_steps", ("--post_episode_penalty", "0"), ablates="easy"),
+    "no-fewshot": Arm("no-fewshot", "easy", "sft", "easy_steps", ("--fewshot_examples", "0"), ablates="easy"),
+    "no-sft": Arm("no-sft", "easy", None, "easy_steps", ablates="easy"),
     "mixed-only": Arm("mixed-only", "mixed", "sft", "mixed_only_steps",
-                      ("--curriculum", str(MIXED_ONLY_CURRICULUM))),
+                      ("--curriculum", str(MIXED_ONLY_CURRICULUM)), ablates="mixed"),
 }
 
 
@@ -405,33 +406,62 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                  f"{_cell(base_post, percent=False)} -> {_cell(easy_post, percent=False)} -> "
                  f"{_cell(mixed_post, percent=False)}",
                  _verdict_lower(base_post, mixed_post or easy_post, target=0.05)))
-    slopes = [fit_slope(curve(run, "reward")) for run in runs_of(results, "easy")]
-    slopes = [slope for slope in slopes if slope is not None]
-    rows.append(("reward slope over the easy phase (per step, OLS ± s.e., p)",
-                 "; ".join(f"{s:+.4f} ± {e:.4f} (p={p:.2g})" for s, e, p in slopes) or "not run",
-                 ("rising" if all(s - 2 * e > 0 for s, e, _ in slopes) else "not distinguishable from flat")
-                 if slopes else "not run"))
-    zero6 = [statistics.fmean(curve(run, "frac_reward_zero_std")) for run in runs_of(results, "easy") if curve(run, "frac_reward_zero_std")]
-    zero4 = [statistics.fmean(curve(run, "frac_reward_zero_std")) for run in runs_of(results, "ng4") if curve(run, "frac_reward_zero_std")]
-    rows.append(("zero-advantage groups, mean share over the phase (6 vs 4 generations)",
-                 f"{_cell(zero6)} vs {_cell(zero4)}",
-                 "fewer with 6" if zero6 and zero4 and statistics.fmean(zero6) < statistics.fmean(zero4)
-                 else ("not run" if not (zero6 and zero4) else "no fewer with 6")))
+    rows.append(reward_slope_row([fit_slope(curve(run, "reward")) for run in runs_of(results, "easy")]))
+    rows.append(paired_check(results, "ng4", ("zero-advantage groups, mean share over the phase (6 vs 4 "
+                                              "generations, same warm-up)"),
+                             lambda run: _mean_of(run, "frac_reward_zero_std"),
+                             percent=True, better="lower", verdicts=("fewer with 6", "not fewer with 6")))
     train_easy = [value for run in runs_of(results, "easy")
                   if (value := measured(run, "train_easy", "accuracy", "easy")) is not None]
     rows.append(("easy above 50% before mixed (train-part easy questions, after the easy phase)", _cell(train_easy),
                  "pass" if train_easy and min(train_easy) > 0.5 else ("not run" if not train_easy else "fail")))
     rows += curriculum_target_rows(results)
-    early = lambda arm: [statistics.fmean(curve(run, "reward")[:20]) for run in runs_of(results, arm) if curve(run, "reward")]  # noqa: E731
-    hard = lambda arm: [value for run in runs_of(results, arm)  # noqa: E731
-                        if (value := measured(run, "heldout", "accuracy", "hard")) is not None]
-    rows.append(("few-shot: mean reward of the first 20 steps, with vs without examples",
-                 f"{_cell(early('easy'), percent=False)} vs {_cell(early('no-fewshot'), percent=False)}",
-                 "see numbers" if early("easy") and early("no-fewshot") else "not run"))
-    rows.append(("few-shot: held-out hard accuracy, with vs without examples",
-                 f"{_cell(hard('easy'))} vs {_cell(hard('no-fewshot'))}",
-                 "see numbers" if hard("easy") and hard("no-fewshot") else "not run"))
+    few_shot_verdicts = ("higher with examples", "not higher with examples")
+    rows.append(paired_check(results, "no-fewshot", ("few-shot: mean reward of the first 20 steps, with vs without "
+                                                     "examples (same warm-up)"),
+                             lambda run: _mean_of(run, "reward", slice(0, 20)), percent=False, better="higher",
+                             verdicts=few_shot_verdicts))
+    rows.append(paired_check(results, "no-fewshot", ("few-shot: held-out hard accuracy, with vs without examples "
+                                                     "(same warm-up)"),
+                             lambda run: measured(run, "heldout", "accuracy", "hard"), percent=True, better="higher",
+                             verdicts=few_shot_verdicts))
     return rows
+
+
+def paired_check(results: dict[str, Any], ablation: str, check: str, metric: Any, *, percent: bool, better: str,
+                 verdicts: tuple[str, str]) -> tuple[str, str, str]:
+    """A verification row comparing the full setting with one ablation seed by seed (same warm-up); the first
+    verdict only where the full setting is better in every seed."""
+    pairs = [(seed, metric(full), metric(ablated)) for seed, full, ablated in ablation_pairs(results, ablation)]
+    pairs = [(seed, full, ablated) for seed, full, ablated in pairs if full is not None and ablated is not None]
+    if not pairs:
+        return check, "not run", "not run"
+    text = "; ".join(f"seed {seed}: {_pair(full, ablated, percent=percent)}" for seed, full, ablated in pairs)
+    wins = all((full < ablated) if better == "lower" else (full > ablated) for _, full, ablated in pairs)
+    return check, text, (verdicts[0] if wins else verdicts[1]) + (" (one seed)" if len(pairs) == 1 else "")
+
+
+def reward_slope_row(fits: list[tuple[float, float, float] | None]) -> tuple[str, str, str]:
+    """The easy phase's reward slope, seed by seed and across seeds: one 40-step run is too short for its own slope
+    to stand out from the noise, but independent seeds whose slopes agree in sign and size are evidence together
+    (one-sample t-test of the per-seed slopes against 0)."""
+    check = "reward slope over the easy phase (per step, OLS ± s.e., p; then across seeds)"
+    slopes = [fit for fit in fits if fit is not None]
+    if not slopes:
+        return check, "not run", "not run"
+    text = "; ".join(f"{s:+.4f} ± {e:.4f} (p={p:.2g})" for s, e, p in slopes)
+    if all(s - 2 * e > 0 for s, e, _ in slopes):
+        return check, text, "rising in every seed"
+    if len(slopes) < 3:
+        return check, text, "not distinguishable from flat"
+    from scipy.stats import ttest_1samp
+
+    values = [s for s, _, _ in slopes]
+    p_value = float(ttest_1samp(values, 0.0).pvalue)
+    text += (f"; across seeds {statistics.fmean(values):+.4f} ± {statistics.stdev(values):.4f} (n={len(values)}, "
+             f"t-test p={p_value:.2g})")
+    rising = p_value < 0.05 and statistics.fmean(values) > 0
+    return check, text, ("rising across seeds, not within one" if rising else "not distinguishable from flat")
 
 
 def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -495,22 +525,107 @@ def mcnemar_p(gained: int, lost: int) -> float:
 PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"))
 
 
+@dataclass(frozen=True)
+class QuestionChanges:
+    """Two evals of one held-out split, question by question."""
+
+    questions: int
+    correct_before: int
+    correct_after: int
+    gained: int  # wrong before, right after
+    lost: int
+
+    @property
+    def p(self) -> float:
+        return mcnemar_p(self.gained, self.lost)
+
+
+def question_changes(before_run: dict[str, Any], after_run: dict[str, Any]) -> QuestionChanges | None:
+    """The held-out evals of two runs compared question by question; None unless both kept their outcomes over
+    the same questions (same digest)."""
+    before = before_run.get("evals", {}).get("heldout", {})
+    after = after_run.get("evals", {}).get("heldout", {})
+    if not (before.get("outcomes") and before.get("questions_digest") == after.get("questions_digest")):
+        return None
+    pairs = list(zip(before["outcomes"], after["outcomes"]))
+    return QuestionChanges(len(pairs), before["outcomes"].count("1"), after["outcomes"].count("1"),
+                           pairs.count(("0", "1")), pairs.count(("1", "0")))
+
+
 def paired_rows(results: dict[str, Any]) -> list[str]:
     """Markdown rows comparing consecutive main-line arms of one seed question by question on the held-out split,
     where both evals kept their outcomes over the same questions."""
     rows = []
     by_arm = {arm: runs_by_seed(results, arm) for pair in PAIRED_ARMS for arm in pair}
+    pooled: dict[tuple[str, str], list[QuestionChanges]] = {pair: [] for pair in PAIRED_ARMS}
     for seed, scale in sorted(set().union(*by_arm.values()), key=str):
         for before_arm, after_arm in PAIRED_ARMS:
-            before = by_arm[before_arm].get((seed, scale), {}).get("evals", {}).get("heldout", {})
-            after = by_arm[after_arm].get((seed, scale), {}).get("evals", {}).get("heldout", {})
-            if not (before.get("outcomes") and before.get("questions_digest") == after.get("questions_digest")):
+            changes = question_changes(by_arm[before_arm].get((seed, scale), {}),
+                                       by_arm[after_arm].get((seed, scale), {}))
+            if changes is None:
                 continue
-            pairs = list(zip(before["outcomes"], after["outcomes"]))
-            gained, lost = pairs.count(("0", "1")), pairs.count(("1", "0"))
-            rows.append(f"| {seed} | {before_arm} -> {after_arm} | {len(pairs)} | "
-                        f"{before['outcomes'].count('1')} -> {after['outcomes'].count('1')} | {gained} | {lost} | "
-                        f"{mcnemar_p(gained, lost):.2g} |")
+            pooled[(before_arm, after_arm)].append(changes)
+            rows.append(f"| {seed} | {before_arm} -> {after_arm} | {changes.questions} | "
+                        f"{changes.correct_before} -> {changes.correct_after} | {changes.gained} | {changes.lost} | "
+                        f"{changes.p:.2g} |")
+    # Seeds together: under "this phase changes nothing", every changed question of every seed is as likely gained
+    # as lost, so the seeds' discordant questions add up into one exact test (a single seed's few dozen cannot
+    # separate a one- or two-point gain from noise).
+    for (before_arm, after_arm), seeds in pooled.items():
+        if len(seeds) < 2:
+            continue
+        total = QuestionChanges(*(sum(getattr(changes, name) for changes in seeds) for name in
+                                  ("questions", "correct_before", "correct_after", "gained", "lost")))
+        rows.append(f"| all {len(seeds)} | {before_arm} -> {after_arm} | {total.questions} | "
+                    f"{total.correct_before} -> {total.correct_after} | {total.gained} | {total.lost} | "
+                    f"{total.p:.2g} |")
+    return rows
+
+
+def ablation_pairs(results: dict[str, Any], ablation: str) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(seed, full-setting run, ablation run) for every seed and scale where an ablation and the arm it ablates both
+    ran: the only fair comparison, since warm-ups of different seeds differ by about as much as GRPO adds."""
+    full_runs = runs_by_seed(results, str(ARMS[ablation].ablates))
+    return [(seed, full_runs[(seed, scale)], run) for (seed, scale), run in sorted(
+        runs_by_seed(results, ablation).items(), key=str) if (seed, scale) in full_runs]
+
+
+def _mean_of(run: dict[str, Any], key: str, steps: slice = slice(None)) -> float | None:
+    values = curve(run, key)[steps]
+    return statistics.fmean(values) if values else None
+
+
+def _pair(full: float | None, ablated: float | None, *, percent: bool) -> str:
+    def text(value: float | None) -> str:
+        return "-" if value is None else (f"{value * 100:.1f}%" if percent else f"{value:.3f}")
+
+    return f"{text(full)} vs {text(ablated)}"
+
+
+def ablation_rows(results: dict[str, Any]) -> list[str]:
+    """Markdown rows: each ablation against its full setting from the same warm-up, seed by seed."""
+    def heldout(run: dict[str, Any], group: str) -> float | None:
+        return measured(run, "heldout", "accuracy", group)
+
+    rows = []
+    for ablation in ABLATIONS:
+        for seed, full, ablated in ablation_pairs(results, ablation):
+            def both(metric: Any, *, percent: bool) -> str:
+                return _pair(metric(full), metric(ablated), percent=percent)  # noqa: B023  (called at once)
+
+            overall_full, overall_ablated = heldout(full, "overall"), heldout(ablated, "overall")
+            change = ("-" if overall_full is None or overall_ablated is None
+                      else f"{(overall_ablated - overall_full) * 100:+.1f}")
+            changes = question_changes(full, ablated)
+            cells = [ablation, full["arm"], str(seed),
+                     f"{len(full.get('curves', []))} / {len(ablated.get('curves', []))}",
+                     both(lambda run: heldout(run, "overall"), percent=True), change,
+                     f"{changes.gained} / {changes.lost} (p={changes.p:.2g})" if changes else "-",
+                     both(lambda run: heldout(run, "hard"), percent=True),
+                     both(lambda run: _mean_of(run, "frac_reward_zero_std"), percent=True),
+                     both(lambda run: _mean_of(run, "reward", slice(0, 20)), percent=False),
+                     both(lambda run: _mean_of(run, "episode/post_episode_calls"), percent=False)]
+            rows.append("| " + " | ".join(cells) + " |")
     return rows
 
 
@@ -556,6 +671,16 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         lines += ["", ("Question by question on the held-out databases (same seed; exact McNemar test on the "
                        "questions that changed):"), "", "| seed | arms | questions | correct | gained | lost | p |",
                   "|---|---|---|---|---|---|---|", *paired]
+    ablations = ablation_rows(results)
+    lines += ["", "## Ablations against the full setting (same seed, same warm-up)", ""]
+    lines += ([("Each ablation against the arm it changes one thing of, both from the same warm-up; 'full vs "
+                "ablation' in every cell. Held-out accuracy; gained / lost: questions the ablation got right that "
+                "the full setting got wrong, and the reverse (exact McNemar p); zero-advantage share, reward and "
+                "post-episode calls: means over the training steps (reward over the first 20)."), "",
+               ("| ablation | full arm | seed | steps | held-out overall | change (points) | gained / lost | "
+                "held-out hard | zero-advantage share | reward, first 20 steps | post-episode calls |"),
+               "|---|---|---|---|---|---|---|---|---|---|---|", *ablations]
+              if ablations else ["No ablation has run beside its full setting yet."])
     lines += ["", "## The plan's verification list", "", "| check | measured | verdict |", "|---|---|---|"]
     lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
     lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]
@@ -677,8 +802,7 @@ def main(argv: list[str] | None = None) -> int:
                      "--out DIR)")
     scale = SCALES[arguments.scale]
     if arguments.steps is not None:
-        scale = replace(scale, easy_steps=arguments.steps, mixed_steps=arguments.steps,
-                        ablation_steps=arguments.steps)
+        scale = replace(scale, easy_steps=arguments.steps, mixed_steps=arguments.steps)
     scale = replace(scale, eval_generation=arguments.eval_generation)
     if (arguments.data_dir / "train_spider.json").is_file() and not (arguments.data_dir / "dev.json").is_file():
         data = split_by_database(arguments.data_dir, arguments.work, held_out_databases())

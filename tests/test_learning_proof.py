@@ -41,6 +41,17 @@ def test_an_arm_whose_start_is_missing_says_which_arm_to_run_first(tmp_path: Pat
     assert learning_proof.steps_for(mixed_only, scale) == scale.easy_steps + scale.mixed_steps
 
 
+def test_every_ablation_trains_as_many_steps_as_the_full_setting_it_is_compared_with() -> None:
+    for scale in learning_proof.SCALES.values():
+        for name in learning_proof.ABLATIONS:
+            arm = learning_proof.ARMS[name]
+            full = learning_proof.ARMS[str(arm.ablates)]
+            # mixed-only stands for the whole curriculum: the easy phase's steps and the mixed phase's together
+            expected = (scale.easy_steps + scale.mixed_steps if name == "mixed-only"
+                        else learning_proof.steps_for(full, scale))
+            assert learning_proof.steps_for(arm, scale) == expected, (name, scale.name)
+
+
 def test_every_gpu_step_holds_whole_groups_of_several_prompts_and_the_cpu_keeps_train_pys_own() -> None:
     gpu, quick = learning_proof.SCALES["gpu"], learning_proof.SCALES["quick"]
     cases = {("easy", gpu): ["--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "6"],
@@ -257,3 +268,49 @@ def test_evals_generate_padded_unless_asked_and_name_the_mode(tmp_path: Path) ->
     rounds = learning_proof.replace(scale, eval_generation="rounds")
     argv = learning_proof.eval_argv(tmp_path, tmp_path, "dev", tmp_path / "out", rounds, hardness=None, limit=None)
     assert argv[argv.index("--generation") + 1] == "rounds"
+
+
+def test_seeds_pool_into_one_question_by_question_test_where_each_alone_is_too_small() -> None:
+    runs = {}
+    for seed in (0, 1):  # each seed: 3 gained, 1 lost (p = 0.62 alone); together 6 and 2
+        runs[f"sft/seed{seed}/gpu"] = {"arm": "sft", "seed": seed, "evals": {"heldout": _heldout(0.5, "00010000")}}
+        runs[f"easy/seed{seed}/gpu"] = {"arm": "easy", "seed": seed, "evals": {"heldout": _heldout(0.5, "11100000")}}
+    rows = learning_proof.paired_rows({"runs": runs})
+    assert rows[:2] == [f"| {seed} | sft -> easy | 8 | 1 -> 3 | 3 | 1 | 0.62 |" for seed in (0, 1)]
+    assert rows[2] == f"| all 2 | sft -> easy | 16 | 2 -> 6 | 6 | 2 | {learning_proof.mcnemar_p(6, 2):.2g} |"
+    del runs["easy/seed1/gpu"]
+    assert [row for row in learning_proof.paired_rows({"runs": runs}) if row.startswith("| all")] == []
+
+
+def _grpo_run(arm: str, seed: int, overall: float, outcomes: str, zero_share: float, reward: float,
+              scale: str = "gpu") -> dict:
+    curves = [{"reward": reward, "frac_reward_zero_std": zero_share, "episode/post_episode_calls": 0.0}] * 3
+    return {"arm": arm, "seed": seed, "scale": scale, "curves": curves,
+            "evals": {"heldout": dict(_heldout(overall, outcomes), accuracy={"overall": overall, "hard": overall})}}
+
+
+def test_an_ablation_is_compared_with_its_full_setting_of_the_same_seed_and_scale_only() -> None:
+    runs = {"easy/seed4/gpu": _grpo_run("easy", 4, 0.75, "1110", zero_share=0.25, reward=0.6),
+            "ng4/seed4/gpu": _grpo_run("ng4", 4, 0.50, "1001", zero_share=0.40, reward=0.5),
+            "ng4/seed5/gpu": _grpo_run("ng4", 5, 0.25, "1000", zero_share=0.50, reward=0.4),  # no easy of seed 5
+            "ng4/seed4/quick": _grpo_run("ng4", 4, 0.0, "0000", zero_share=1.0, reward=0.0, scale="quick")}
+    rows = learning_proof.ablation_rows({"runs": runs})
+    assert rows == [("| ng4 | easy | 4 | 3 / 3 | 75.0% vs 50.0% | -25.0 | 1 / 2 (p=1) | 75.0% vs 50.0% | "
+                     "25.0% vs 40.0% | 0.600 vs 0.500 | 0.000 vs 0.000 |")]
+    check = learning_proof.verification_rows({"runs": runs})[3]
+    assert check[1:] == ("seed 4: 25.0% vs 40.0%", "fewer with 6 (one seed)")
+    runs["ng4/seed4/gpu"] = _grpo_run("ng4", 4, 0.50, "1001", zero_share=0.20, reward=0.5)
+    assert learning_proof.verification_rows({"runs": runs})[3][2] == "not fewer with 6 (one seed)"
+    few_shot = [row for row in learning_proof.verification_rows({"runs": runs}) if row[0].startswith("few-shot")]
+    assert [verdict for _, _, verdict in few_shot] == ["not run", "not run"]
+
+
+def test_the_reward_slope_is_judged_across_seeds_when_no_seed_alone_separates_it_from_flat() -> None:
+    noisy_rising = [(0.0046, 0.0032, 0.16), (0.0042, 0.0026, 0.12), (0.0040, 0.0029, 0.18), (0.0019, 0.0028, 0.51)]
+    _, text, verdict = learning_proof.reward_slope_row(noisy_rising)
+    assert verdict == "rising across seeds, not within one" and "(n=4, t-test p=0.0089)" in text
+    one_falling = [*noisy_rising[:3], (-0.004, 0.003, 0.2)]
+    assert learning_proof.reward_slope_row(one_falling)[2] == "not distinguishable from flat"
+    assert learning_proof.reward_slope_row(noisy_rising[:2])[2] == "not distinguishable from flat"
+    assert learning_proof.reward_slope_row([(0.01, 0.002, 0.001)])[2] == "rising in every seed"
+    assert learning_proof.reward_slope_row([None])[1:] == ("not run", "not run")
