@@ -500,8 +500,17 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
     else:
         easy_verdict = ("more than the warm-ups' seed spread" if statistics.fmean(easy_gains) > sft_spread
                         else "within the warm-ups' seed spread")
+    question_text = ""
+    if len(easy_seeds := seed_changes(results, "sft", "easy")) > 1:
+        pooled = pooled_changes([changes for _, changes in easy_seeds])
+        question_text = (f"; question by question over {len(easy_seeds)} seeds: {pooled.gained} gained, "
+                         f"{pooled.lost} lost (p={pooled.p:.2g})")
+        if easy_gains and pooled.gained > pooled.lost and pooled.p < 0.05:
+            # Smaller than what one warm-up differs from another, yet not noise: say both.
+            easy_verdict = f"a gain (question by question), {easy_verdict.removeprefix('more than ')}"
     rows.append(("the easy phase alone over its warm-up (held-out overall, easy - sft of the same seed)",
-                 (_cell(easy_gains).replace("%", " points", 1) + spread_text) if easy_gains else "not run",
+                 (_cell(easy_gains).replace("%", " points", 1) + spread_text + question_text)
+                 if easy_gains else "not run",
                  easy_verdict))
     return rows
 
@@ -552,34 +561,37 @@ def question_changes(before_run: dict[str, Any], after_run: dict[str, Any]) -> Q
                            pairs.count(("0", "1")), pairs.count(("1", "0")))
 
 
+def seed_changes(results: dict[str, Any], before_arm: str, after_arm: str) -> list[tuple[Any, QuestionChanges]]:
+    """(seed, changes) for every seed and scale where both arms' held-out evals pair up question by question."""
+    before_runs, after_runs = runs_by_seed(results, before_arm), runs_by_seed(results, after_arm)
+    pairs = [(seed, question_changes(before_runs[(seed, scale)], run))
+             for (seed, scale), run in sorted(after_runs.items(), key=str) if (seed, scale) in before_runs]
+    return [(seed, changes) for seed, changes in pairs if changes is not None]
+
+
+def pooled_changes(seeds: list[QuestionChanges]) -> QuestionChanges:
+    """Seeds together: under "this phase changes nothing", every changed question of every seed is as likely gained
+    as lost, so the seeds' discordant questions add up into one exact test (a single seed's few dozen cannot
+    separate a one- or two-point gain from noise)."""
+    return QuestionChanges(*(sum(getattr(changes, name) for changes in seeds) for name in
+                             ("questions", "correct_before", "correct_after", "gained", "lost")))
+
+
 def paired_rows(results: dict[str, Any]) -> list[str]:
     """Markdown rows comparing consecutive main-line arms of one seed question by question on the held-out split,
-    where both evals kept their outcomes over the same questions."""
-    rows = []
-    by_arm = {arm: runs_by_seed(results, arm) for pair in PAIRED_ARMS for arm in pair}
-    pooled: dict[tuple[str, str], list[QuestionChanges]] = {pair: [] for pair in PAIRED_ARMS}
-    for seed, scale in sorted(set().union(*by_arm.values()), key=str):
-        for before_arm, after_arm in PAIRED_ARMS:
-            changes = question_changes(by_arm[before_arm].get((seed, scale), {}),
-                                       by_arm[after_arm].get((seed, scale), {}))
-            if changes is None:
-                continue
-            pooled[(before_arm, after_arm)].append(changes)
-            rows.append(f"| {seed} | {before_arm} -> {after_arm} | {changes.questions} | "
-                        f"{changes.correct_before} -> {changes.correct_after} | {changes.gained} | {changes.lost} | "
-                        f"{changes.p:.2g} |")
-    # Seeds together: under "this phase changes nothing", every changed question of every seed is as likely gained
-    # as lost, so the seeds' discordant questions add up into one exact test (a single seed's few dozen cannot
-    # separate a one- or two-point gain from noise).
-    for (before_arm, after_arm), seeds in pooled.items():
-        if len(seeds) < 2:
-            continue
-        total = QuestionChanges(*(sum(getattr(changes, name) for changes in seeds) for name in
-                                  ("questions", "correct_before", "correct_after", "gained", "lost")))
-        rows.append(f"| all {len(seeds)} | {before_arm} -> {after_arm} | {total.questions} | "
-                    f"{total.correct_before} -> {total.correct_after} | {total.gained} | {total.lost} | "
-                    f"{total.p:.2g} |")
-    return rows
+    where both evals kept their outcomes over the same questions; then each pair of arms over its seeds pooled."""
+    def row(seed: str, arms: str, changes: QuestionChanges) -> tuple[str, str]:
+        return seed, (f"| {seed} | {arms} | {changes.questions} | {changes.correct_before} -> "
+                      f"{changes.correct_after} | {changes.gained} | {changes.lost} | {changes.p:.2g} |")
+
+    per_seed, pooled = [], []
+    for before_arm, after_arm in PAIRED_ARMS:
+        seeds = seed_changes(results, before_arm, after_arm)
+        per_seed += [row(str(seed), f"{before_arm} -> {after_arm}", changes) for seed, changes in seeds]
+        if len(seeds) > 1:
+            pooled.append(row(f"all {len(seeds)}", f"{before_arm} -> {after_arm}",
+                              pooled_changes([changes for _, changes in seeds]))[1])
+    return [text for _, text in sorted(per_seed, key=lambda item: item[0])] + pooled
 
 
 def ablation_pairs(results: dict[str, Any], ablation: str) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:

@@ -278,6 +278,15 @@ def test_seeds_pool_into_one_question_by_question_test_where_each_alone_is_too_s
     rows = learning_proof.paired_rows({"runs": runs})
     assert rows[:2] == [f"| {seed} | sft -> easy | 8 | 1 -> 3 | 3 | 1 | 0.62 |" for seed in (0, 1)]
     assert rows[2] == f"| all 2 | sft -> easy | 16 | 2 -> 6 | 6 | 2 | {learning_proof.mcnemar_p(6, 2):.2g} |"
+    easy_row = learning_proof.curriculum_target_rows({"runs": runs})[3]
+    assert easy_row[1].endswith("question by question over 2 seeds: 6 gained, 2 lost (p=0.29)")
+    assert easy_row[2] == "within the warm-ups' seed spread"  # 6 against 2 is not yet a measurable gain
+    more = dict(runs)
+    for seed in (2, 3, 4):  # 15 gained against 5 lost is
+        more[f"sft/seed{seed}/gpu"] = runs["sft/seed0/gpu"] | {"seed": seed}
+        more[f"easy/seed{seed}/gpu"] = runs["easy/seed0/gpu"] | {"seed": seed}
+    assert learning_proof.curriculum_target_rows({"runs": more})[3][2] == (
+        "a gain (question by question), within the warm-ups' seed spread")
     del runs["easy/seed1/gpu"]
     assert [row for row in learning_proof.paired_rows({"runs": runs}) if row.startswith("| all")] == []
 
