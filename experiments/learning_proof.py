@@ -556,7 +556,7 @@ def question_changes(before_run: dict[str, Any], after_run: dict[str, Any]) -> Q
     after = after_run.get("evals", {}).get("heldout", {})
     if not (before.get("outcomes") and before.get("questions_digest") == after.get("questions_digest")):
         return None
-    pairs = list(zip(before["outcomes"], after["outcomes"]))
+    pairs = list(zip(before["outcomes"], after["outcomes"], strict=True))
     return QuestionChanges(len(pairs), before["outcomes"].count("1"), after["outcomes"].count("1"),
                            pairs.count(("0", "1")), pairs.count(("1", "0")))
 
