@@ -622,8 +622,8 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
     rows = []
     for ablation in ABLATIONS:
         for seed, full, ablated in ablation_pairs(results, ablation):
-            def both(metric: Any, *, percent: bool) -> str:
-                return _pair(metric(full), metric(ablated), percent=percent)  # noqa: B023  (called at once)
+            def both(metric: Any, *, percent: bool, runs: tuple[dict, dict] = (full, ablated)) -> str:
+                return _pair(metric(runs[0]), metric(runs[1]), percent=percent)
 
             overall_full, overall_ablated = heldout(full, "overall"), heldout(ablated, "overall")
             change = ("-" if overall_full is None or overall_ablated is None
