@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from sql_structure import SQLStructureError, orders_result, tables_used
 from sqlite_readonly import DEFAULT_TIMEOUT_S, QueryResult, ReadOnlyDatabase
-from verifier import ANSWER_FORMAT_HELP, format_answer, format_cell, verify_answer
+from verifier import ANSWER_FORMAT_HELP, format_answer, format_cell, matches_exact_text, verify_answer
 
 DEFAULT_STEP_BUDGET = 10
 # Tool calls allowed past the budget (training's tool loop and eval alike), so that calls after
@@ -86,6 +86,9 @@ class EpisodeRecord:
     steps: list[StepRecord] = field(default_factory=list)
     answer: str | None = None
     is_correct: bool = False
+    # Right by the exact text the prompt asks for (verifier.matches_exact_text): what the relaxed matching adds
+    # is is_correct without it. Logged and reported, never rewarded.
+    is_exact_text: bool = False
     is_over: bool = False
     gold_tables_inspected: set[str] = field(default_factory=set)
     executed_queries: int = 0
@@ -359,6 +362,7 @@ class SQLEnv:
         assert self._gold is not None
         self.episode.answer = value
         self.episode.is_correct = verify_answer(value, self._gold.rows, ordered=self._gold.ordered)
+        self.episode.is_exact_text = matches_exact_text(value, self._gold.rows)
         self.episode.is_over = True
         self._close_database()
         return "Answer recorded. The episode is over; do not call any more tools."

@@ -152,6 +152,7 @@ class RolloutLogger(TrainerCallback):
         failed = sum(episode.tool_errors for episode in episodes) + unknown
         self.totals.add(episodes, unknown)
         log_metric("episode/accuracy", _mean([float(episode.is_correct) for episode in episodes]))
+        log_metric("episode/accuracy_exact_text", _mean([float(episode.is_exact_text) for episode in episodes]))
         log_metric("episode/answered", _mean([float(episode.answer is not None) for episode in episodes]))
         log_metric("episode/tool_calls", _mean([float(episode.in_episode_steps) for episode in episodes]))
         log_metric("episode/post_episode_calls", _mean([float(episode.post_episode_calls) for episode in episodes]))

@@ -425,6 +425,14 @@ def _augment(start: int, options, capacity: list[int], holders: list[set[int]]) 
 # --- the verifier ---------------------------------------------------------------------------------
 
 
+def matches_exact_text(predicted: object, gold_rows: Sequence[Sequence[object]]) -> bool:
+    """What a verifier without this module's relaxations accepts: the answer's text, surrounding whitespace
+    stripped, equal to format_answer(gold_rows), the format ANSWER_FORMAT_HELP asks for (so also the gold rows'
+    order). No reward uses it: it measures how many right answers only the relaxed reading accepts."""
+    text = predicted if isinstance(predicted, str) else str(predicted)
+    return text.strip() == format_answer(gold_rows)
+
+
 def verify_answer(predicted: str, gold_rows: Sequence[Sequence[object]], ordered: bool = False) -> bool:
     """True when `predicted` states exactly the gold result. The answer is read twice, as written (only
     whitespace collapsed, so gold text like `Answer: x` still matches) and unwrapped; each reading is

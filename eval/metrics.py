@@ -25,6 +25,9 @@ class GroupStats:
     n: int
     correct: int
     accuracy: float | None
+    # Accuracy by the exact text the prompt asks for (no relaxed matching): accuracy minus this is what the
+    # relaxed, type-aware verifier adds.
+    exact_text_accuracy: float | None
     mean_steps: float | None  # in-episode tool calls per episode
     mean_steps_correct: float | None  # the same, over correctly answered episodes only
     post_episode_calls: float | None  # tool calls after the episode ended, per episode
@@ -47,6 +50,7 @@ def group_stats(records: Iterable[QuestionRecord]) -> GroupStats:
         n=len(records),
         correct=sum(record.correct for record in records),
         accuracy=_mean([float(record.correct) for record in records]),
+        exact_text_accuracy=_mean([float(record.correct_exact_text) for record in records]),
         mean_steps=_mean([record.steps for record in records]),
         mean_steps_correct=_mean([record.steps for record in records if record.correct]),
         post_episode_calls=_mean([record.post_episode_calls for record in records]),

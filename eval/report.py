@@ -4,13 +4,14 @@ chart of accuracy and steps by hardness, and gold.sql/pred.sql for Spider's offi
 report.json:
     settings      what was evaluated, on what, how (policy or checkpoint, data, split, filters, budgets)
     counts        questions, scored, skipped, skipped_by_reason
-    by_hardness   easy/medium/hard/extra/overall -> n, correct, accuracy, mean_steps, mean_steps_correct,
+    by_hardness   easy/medium/hard/extra/overall -> n, correct, accuracy, exact_text_accuracy (right by the
+                  exact text asked for, without the relaxed matching), mean_steps, mean_steps_correct,
                   post_episode_calls (per episode), answered (share), tool_error_rate, mean_reward
     stop_reasons  how scored episodes ended on the agent's side
     timing        elapsed_s, episodes_per_second, and for a model: generation (its generate calls, their
                   seconds, mean batch, decode steps, idle_decode_share: row-steps spent on rows already done)
     questions     one record per question (eval.runner.QuestionRecord): db_id, question, hardness,
-                  correct, steps, tool_calls, answer, pred_sql, skip_reason, ...
+                  correct, correct_exact_text, steps, tool_calls, answer, pred_sql, skip_reason, ...
 
 gold.sql / pred.sql follow taoyds/spider's evaluation.py (and test-suite-sql-eval's): one scored
 question per line, in the same order; gold lines are ``SQL<TAB>db_id``, pred lines are ``SQL``. Both
@@ -116,13 +117,15 @@ def _number(value: float | None, digits: int = 2) -> str:
 def markdown_table(by_hardness: dict[str, dict[str, Any]]) -> str:
     """The by-hardness numbers as a Markdown table (also what the command line prints)."""
     lines = [
-        "| hardness | n | accuracy | mean steps | steps when correct | post-episode calls / episode "
-        "| answered | tool error rate |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ("| hardness | n | accuracy | exact-text accuracy | mean steps | steps when correct "
+         "| post-episode calls / episode | answered | tool error rate |"),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for group, stats in by_hardness.items():
+        # exact-text accuracy: reports written before it was measured have none
         lines.append(
-            f"| {group} | {stats['n']} | {_percent(stats['accuracy'])} | {_number(stats['mean_steps'])} "
+            f"| {group} | {stats['n']} | {_percent(stats['accuracy'])} "
+            f"| {_percent(stats.get('exact_text_accuracy'))} | {_number(stats['mean_steps'])} "
             f"| {_number(stats['mean_steps_correct'])} | {_number(stats['post_episode_calls'], 3)} "
             f"| {_percent(stats['answered'])} | {_percent(stats['tool_error_rate'])} |"
         )

@@ -92,6 +92,7 @@ class QuestionRecord:
     hardness: str | None
     gold_sql: str
     correct: bool = False
+    correct_exact_text: bool = False  # right by the exact text asked for, without the verifier's relaxations
     steps: int = 0  # tool calls inside the episode (the ones that spend the step budget)
     post_episode_calls: int = 0
     tool_errors: int = 0  # in-episode calls that failed, calls of unknown tools included
@@ -182,6 +183,7 @@ def episode_record(
         hardness=example.hardness.value if example.hardness else None,
         gold_sql=example.gold_sql,
         correct=episode.is_correct,
+        correct_exact_text=episode.is_exact_text,
         steps=episode.in_episode_steps,
         post_episode_calls=episode.post_episode_calls,
         tool_errors=episode.tool_errors + unknown,

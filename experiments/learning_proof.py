@@ -239,6 +239,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "outcomes": "".join("1" if question["correct"] else "0" for question in scored),
         "questions_digest": questions_digest(scored),
         "accuracy": {group: report["by_hardness"][group]["accuracy"] for group in HARDNESS},
+        # by the exact text asked for, without the relaxed matching (None in reports from before it was measured)
+        "exact_text_accuracy": {group: report["by_hardness"][group].get("exact_text_accuracy") for group in HARDNESS},
         "n": {group: report["by_hardness"][group]["n"] for group in HARDNESS},
         "answered": overall["answered"], "post_episode_calls": overall["post_episode_calls"],
         "tool_error_rate": overall["tool_error_rate"], "mean_steps": overall["mean_steps"],
@@ -254,6 +256,7 @@ def questions_digest(questions: list[dict[str, Any]]) -> str:
 
 
 CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_episode_calls", "episode/accuracy",
+              "episode/accuracy_exact_text",
               "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib", "rollout/generation_s",
               "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens",
               "episode/groups_all_correct", "episode/groups_none_correct")
@@ -416,6 +419,7 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows.append(("easy above 50% before mixed (train-part easy questions, after the easy phase)", _cell(train_easy),
                  "pass" if train_easy and min(train_easy) > 0.5 else ("not run" if not train_easy else "fail")))
     rows += curriculum_target_rows(results)
+    rows.append(relaxed_matching_row(results))
     few_shot_verdicts = ("higher with examples", "not higher with examples")
     rows.append(paired_check(results, "no-fewshot", ("few-shot: mean reward of the first 20 steps, with vs without "
                                                      "examples (same warm-up)"),
@@ -426,6 +430,25 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                              lambda run: measured(run, "heldout", "accuracy", "hard"), percent=True, better="higher",
                              verdicts=few_shot_verdicts))
     return rows
+
+
+def relaxed_matching_row(results: dict[str, Any]) -> tuple[str, str, str]:
+    """What the relaxed, type-aware verifier adds to held-out accuracy over the exact text asked for, arm by arm
+    (evals from before 2026-12-02 did not record the exact-text verdict; experiments/verifier_effect.py re-scores
+    any report)."""
+    check = "relaxed, type-aware matching: held-out accuracy, relaxed vs exact text"
+    cells, added = [], []
+    for arm in (*MAIN_LINE, *ABLATIONS):
+        pairs = [(relaxed, exact) for run in runs_of(results, arm)
+                 if (relaxed := measured(run, "heldout", "accuracy", "overall")) is not None
+                 and (exact := measured(run, "heldout", "exact_text_accuracy", "overall")) is not None]
+        if pairs:
+            cells.append(f"{arm} {_cell([relaxed for relaxed, _ in pairs])} vs {_cell([exact for _, exact in pairs])}")
+            added += [relaxed - exact for relaxed, exact in pairs]
+    if not added:
+        return check, ("not recorded by these evals (before 2026-12-02; experiments/verifier_effect.py re-scores "
+                       "a report)"), "not run"
+    return check, "; ".join(cells), f"adds {statistics.fmean(added) * 100:.1f} points (mean of {len(added)} evals)"
 
 
 def paired_check(results: dict[str, Any], ablation: str, check: str, metric: Any, *, percent: bool, better: str,

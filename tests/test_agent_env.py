@@ -78,6 +78,17 @@ def test_correct_answer_scores_one_and_ends_the_episode(env: SQLEnv) -> None:
     assert env.get_reward() == pytest.approx(CORRECT_ANSWER_REWARD + shaping_reward(env.episode))
 
 
+def test_an_answer_in_another_format_is_right_but_not_by_exact_text(env: SQLEnv) -> None:
+    env.answer("Answer: 3.0")
+    assert env.episode.is_correct and not env.episode.is_exact_text
+    assert env.get_reward() == pytest.approx(CORRECT_ANSWER_REWARD + shaping_reward(env.episode))  # rewarded alike
+
+
+def test_the_exact_text_asked_for_is_right_both_ways(env: SQLEnv) -> None:
+    env.answer(" 3\n")
+    assert env.episode.is_correct and env.episode.is_exact_text
+
+
 def test_wrong_or_missing_answer_scores_no_correctness(env: SQLEnv) -> None:
     assert env.episode.reward_parts()["correctness"] == 0.0
     env.answer("4")

@@ -323,3 +323,20 @@ def test_the_reward_slope_is_judged_across_seeds_when_no_seed_alone_separates_it
     assert learning_proof.reward_slope_row(noisy_rising[:2])[2] == "not distinguishable from flat"
     assert learning_proof.reward_slope_row([(0.01, 0.002, 0.001)])[2] == "rising in every seed"
     assert learning_proof.reward_slope_row([None])[1:] == ("not run", "not run")
+
+
+def test_what_relaxed_matching_adds_is_read_from_evals_that_recorded_the_exact_text_verdict() -> None:
+    def run(arm: str, seed: int, relaxed: float, exact: float | None) -> dict:
+        heldout = _heldout(relaxed) | {"exact_text_accuracy": {"overall": exact}}
+        return {"arm": arm, "seed": seed, "evals": {"heldout": heldout}}
+
+    runs = {"sft/seed0/gpu": run("sft", 0, 0.40, 0.38), "easy/seed0/gpu": run("easy", 0, 0.42, 0.41),
+            "easy/seed1/gpu": run("easy", 1, 0.44, None)}  # an older eval: no exact-text verdict
+    check, text, verdict = learning_proof.relaxed_matching_row({"runs": runs})
+    assert text == "sft 40.0% (n=1) vs 38.0% (n=1); easy 42.0% (n=1) vs 41.0% (n=1)"
+    assert verdict == "adds 1.5 points (mean of 2 evals)"
+    assert learning_proof.relaxed_matching_row({"runs": {"easy/seed1/gpu": runs["easy/seed1/gpu"]}})[2] == "not run"
+    groups = {group: {"accuracy": 0.5, "exact_text_accuracy": 0.25, "n": 2} for group in learning_proof.HARDNESS}
+    groups["overall"] |= {"answered": 1.0, "post_episode_calls": 0.0, "tool_error_rate": 0.0, "mean_steps": 3.0}
+    summary = learning_proof.summarize({"by_hardness": groups, "timing": {"elapsed_s": 1.0}, "questions": []})
+    assert summary["exact_text_accuracy"]["overall"] == 0.25

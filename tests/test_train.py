@@ -177,6 +177,8 @@ def test_grpo_run_calls_every_tool_and_the_post_episode_penalty_shows(tmp_path: 
     assert step_logs and all(entry["episode/post_episode_calls"] == 1.0 for entry in step_logs)
     assert all(entry["frac_reward_zero_std"] == 0.0 for entry in step_logs)  # right and wrong in every group
     assert all(entry["episode/groups_all_correct"] == 0.0 == entry["episode/groups_none_correct"] for entry in step_logs)
+    # right by the exact text asked for never exceeds right by the relaxed verifier
+    assert all(0.0 <= entry["episode/accuracy_exact_text"] <= entry["episode/accuracy"] for entry in step_logs)
     assert (tmp_path / "easy" / "training_curves.png").stat().st_size > 0
     assert json.loads((tmp_path / "easy" / "train_config.json").read_text())["grpo"]["num_generations"] == 2
 

@@ -25,6 +25,7 @@ from verifier import (
     strip_surrounding_quotes,
     strip_trailing_period,
     unwrap_answer,
+    matches_exact_text,
     verify_answer,
 )
 
@@ -439,3 +440,29 @@ def test_property_float_off_by_five_percent_is_rejected(gold, data):
 @given(gold=gold_results(max_columns=1, cells=_TEXT.filter(lambda text: normalize_cell(text) != "")))
 def test_property_one_column_text_round_trips_through_the_comma_or_line_list(gold):
     assert verify_answer(format_answer(gold), gold)
+
+
+# --- exact text: what the relaxations add (measured, never rewarded) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold", "exact"),
+    [
+        ("42", [(42,)], True),
+        ("  42\n", [(42,)], True),  # surrounding whitespace only
+        (42, [(42,)], True),  # a JSON number from the tool call
+        ("42.0", [(42,)], False),
+        ("Answer: 42", [(42,)], False),
+        ("`42`", [(42,)], False),
+        ("Paris, Rome", [("Paris",), ("Rome",)], True),
+        ("Rome, Paris", [("Paris",), ("Rome",)], False),  # another row order
+        ("paris, rome", [("Paris",), ("Rome",)], False),
+        ("Paris | 3", [("Paris", 3)], True),
+        ("Paris, 3", [("Paris", 3)], False),
+        ("NONE", [], True),
+        ("no rows", [], False),
+    ],
+)
+def test_exact_text_accepts_only_the_format_asked_for_which_the_relaxed_verifier_includes(predicted, gold, exact):
+    assert matches_exact_text(predicted, gold) is exact
+    assert verify_answer(predicted if isinstance(predicted, str) else str(predicted), gold)  # all of them are right
