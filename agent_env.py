@@ -184,6 +184,12 @@ def load_gold(db_path: str, gold_sql: str, timeout_s: float = DEFAULT_TIMEOUT_S)
     return GoldResult(rows=rows, ordered=ordered, tables=tables)
 
 
+def judge_answer(value: str, gold: GoldResult) -> tuple[bool, bool]:
+    """Whether an answer is right (the relaxed verifier: what the reward counts) and whether it is right by the
+    exact text asked for (measured beside it, never rewarded). The answer tool and re-scoring share it."""
+    return verify_answer(value, gold.rows, ordered=gold.ordered), matches_exact_text(value, gold.rows)
+
+
 # --- the environment -------------------------------------------------------------------------
 
 ToolMethod = TypeVar("ToolMethod", bound=Callable[..., str])
@@ -361,8 +367,7 @@ class SQLEnv:
             raise ValueError(f"the answer is {len(value)} characters long; the limit is {MAX_ANSWER_CHARS}")
         assert self._gold is not None
         self.episode.answer = value
-        self.episode.is_correct = verify_answer(value, self._gold.rows, ordered=self._gold.ordered)
-        self.episode.is_exact_text = matches_exact_text(value, self._gold.rows)
+        self.episode.is_correct, self.episode.is_exact_text = judge_answer(value, self._gold)
         self.episode.is_over = True
         self._close_database()
         return "Answer recorded. The episode is over; do not call any more tools."

@@ -5,10 +5,11 @@
 
 The plan's relaxed, type-aware answer matching (verifier.verify_answer) is one of its levers against "wrong
 answer formats". Reports written since 2026-12-02 carry both verdicts per question (``correct`` and
-``correct_exact_text``); this re-scores any report, older ones too: each scored question's answer is checked
-again against its gold rows (the gold query run on the question's database, as the environment runs it) by the
-exact text the prompt asks for (verifier.matches_exact_text) and by the relaxed verifier. It prints both
-accuracies by hardness and the answers only the relaxed reading accepts.
+``correct_exact_text``); this re-scores any report, older ones too: each scored question's answer is judged
+again against its gold rows (the gold query run on the question's database) as the answer tool judges it
+(agent_env.judge_answer: the relaxed verifier, and the exact text the prompt asks for). It prints both
+accuracies by hardness (eval.metrics, as the eval report counts them) and the answers only the relaxed reading
+accepts.
 """
 
 from __future__ import annotations
@@ -16,67 +17,51 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
 REPO_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_DIR))
 
-from agent_env import load_gold  # noqa: E402
-from spider_data import BUILTIN_DATA_DIR, HARDNESS_ORDER, database_path  # noqa: E402
-from verifier import format_answer, matches_exact_text, verify_answer  # noqa: E402
+from agent_env import GoldResult, judge_answer, load_gold  # noqa: E402
+from eval.metrics import by_hardness as stats_by_hardness  # noqa: E402
+from eval.runner import QuestionRecord  # noqa: E402
+from spider_data import BUILTIN_DATA_DIR, database_path  # noqa: E402
+from verifier import format_answer  # noqa: E402
 
 EXAMPLES_SHOWN = 12
+RECORD_FIELDS = {field.name for field in fields(QuestionRecord)}
 
 
-@dataclass(frozen=True)
-class Rescored:
-    """One scored question of a report, checked both ways."""
-
-    db_id: str
-    question: str
-    hardness: str | None
-    answer: str | None
-    relaxed: bool
-    exact_text: bool
-    gold_text: str
+def gold_of(record: QuestionRecord, data_dir: Path) -> GoldResult:
+    db_path = database_path(data_dir, record.db_id)
+    if not db_path.is_file():
+        raise FileNotFoundError(f"no database for {record.db_id} at {db_path}: pass the report's --data-dir")
+    return load_gold(str(db_path), record.gold_sql)
 
 
-def rescore(report: dict[str, Any], data_dir: Path) -> list[Rescored]:
-    """Every scored question of ``report`` checked by both verifiers; raises where the report's relaxed verdict
-    differs from today's verifier (a changed verifier would make the comparison meaningless)."""
+def rescore(report: dict[str, Any], data_dir: Path) -> list[QuestionRecord]:
+    """Every scored question of ``report``, with its exact-text verdict judged again; raises where the report's
+    relaxed verdict differs from today's verifier (a changed verifier would make the comparison meaningless)."""
     rescored = []
     for question in report["questions"]:
-        if question.get("skip_reason") is not None:
+        record = QuestionRecord(**{key: value for key, value in question.items() if key in RECORD_FIELDS})
+        if not record.is_scored:
             continue
-        db_path = database_path(data_dir, question["db_id"])
-        if not db_path.is_file():
-            raise FileNotFoundError(f"no database for {question['db_id']} at {db_path}: pass the report's "
-                                    f"--data-dir (its settings say {report['settings'].get('data_dir')})")
-        gold = load_gold(str(db_path), question["gold_sql"])
-        answer = question.get("answer")
-        relaxed = answer is not None and verify_answer(answer, gold.rows, ordered=gold.ordered)
-        if relaxed != question["correct"]:
-            raise ValueError(f"{question['db_id']}: {question['question']!r} was scored {question['correct']} and "
-                             f"is {relaxed} now: the report is not from this verifier or this data")
-        rescored.append(Rescored(question["db_id"], question["question"], question.get("hardness"), answer, relaxed,
-                                 answer is not None and matches_exact_text(answer, gold.rows),
-                                 format_answer(gold.rows)))
+        correct, exact_text = (False, False) if record.answer is None else judge_answer(
+            record.answer, gold_of(record, data_dir))
+        if correct != record.correct:
+            raise ValueError(f"{record.db_id}: {record.question!r} was scored {record.correct} and is {correct} "
+                             "now: the report is not from this verifier or this data")
+        rescored.append(replace(record, correct_exact_text=exact_text))
     return rescored
 
 
-def by_hardness(rescored: list[Rescored]) -> dict[str, dict[str, float | int]]:
-    groups: dict[str, list[Rescored]] = defaultdict(list)
-    for question in rescored:
-        groups[question.hardness or "unknown"].append(question)
-    groups["overall"] = rescored
-    order = [hardness.value for hardness in HARDNESS_ORDER] + ["unknown", "overall"]
-    return {name: {"n": len(groups[name]),
-                   "relaxed": sum(question.relaxed for question in groups[name]) / len(groups[name]),
-                   "exact_text": sum(question.exact_text for question in groups[name]) / len(groups[name])}
-            for name in order if groups.get(name)}
+def by_hardness(records: list[QuestionRecord]) -> dict[str, dict[str, float | int]]:
+    """Both accuracies of each hardness class that has questions, and overall."""
+    return {group: {"n": stats.n, "relaxed": stats.accuracy, "exact_text": stats.exact_text_accuracy}
+            for group, stats in stats_by_hardness(records).items() if stats.n}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,14 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     for name, row in table.items():
         print(f"| {name} | {row['n']} | {row['relaxed']:.1%} | {row['exact_text']:.1%} | "
               f"{(row['relaxed'] - row['exact_text']) * 100:.1f} |")
-    only_relaxed = [question for question in rescored if question.relaxed and not question.exact_text]
-    print(f"\n{len(only_relaxed)} of {sum(question.relaxed for question in rescored)} right answers are right only "
+    only_relaxed = [record for record in rescored if record.correct and not record.correct_exact_text]
+    print(f"\n{len(only_relaxed)} of {sum(record.correct for record in rescored)} right answers are right only "
           f"by the relaxed reading; the first {min(len(only_relaxed), EXAMPLES_SHOWN)}:")
-    for question in only_relaxed[:EXAMPLES_SHOWN]:
-        print(f"- [{question.hardness}] answered {question.answer!r}, asked for {question.gold_text!r}")
+    for record in only_relaxed[:EXAMPLES_SHOWN]:
+        print(f"- [{record.hardness}] answered {record.answer!r}, asked for "
+              f"{format_answer(gold_of(record, data_dir).rows)!r}")
     if arguments.json is not None:
         arguments.json.write_text(json.dumps({"report": str(arguments.report), "by_hardness": table,
-                                              "questions": [asdict(question) for question in rescored]}, indent=1),
+                                              "questions": [asdict(record) for record in rescored]}, indent=1),
                                   encoding="utf-8")
     return 0
 
