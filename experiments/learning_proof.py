@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -451,8 +452,8 @@ def relaxed_matching_row(results: dict[str, Any]) -> tuple[str, str, str]:
     return check, "; ".join(cells), f"adds {statistics.fmean(added) * 100:.1f} points (mean of {len(added)} evals)"
 
 
-def paired_check(results: dict[str, Any], ablation: str, check: str, metric: Any, *, percent: bool, better: str,
-                 verdicts: tuple[str, str]) -> tuple[str, str, str]:
+def paired_check(results: dict[str, Any], ablation: str, check: str, metric: Callable[[dict[str, Any]], float | None],
+                 *, percent: bool, better: str, verdicts: tuple[str, str]) -> tuple[str, str, str]:
     """A verification row comparing the full setting with one ablation seed by seed (same warm-up); the first
     verdict only where the full setting is better in every seed."""
     pairs = [(seed, metric(full), metric(ablated)) for seed, full, ablated in ablation_pairs(results, ablation)]
@@ -530,7 +531,7 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
                          f"{pooled.lost} lost (p={pooled.p:.2g})")
         if easy_gains and pooled.gained > pooled.lost and pooled.p < 0.05:
             # Smaller than what one warm-up differs from another, yet not noise: say both.
-            easy_verdict = f"a gain (question by question), {easy_verdict.removeprefix('more than ')}"
+            easy_verdict = f"a gain (question by question), {easy_verdict}"
     rows.append(("the easy phase alone over its warm-up (held-out overall, easy - sft of the same seed)",
                  (_cell(easy_gains).replace("%", " points", 1) + spread_text + question_text)
                  if easy_gains else "not run",
@@ -645,7 +646,8 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
     rows = []
     for ablation in ABLATIONS:
         for seed, full, ablated in ablation_pairs(results, ablation):
-            def both(metric: Any, *, percent: bool, runs: tuple[dict, dict] = (full, ablated)) -> str:
+            def both(metric: Callable[[dict[str, Any]], float | None], *, percent: bool,
+                     runs: tuple[dict, dict] = (full, ablated)) -> str:
                 return _pair(metric(runs[0]), metric(runs[1]), percent=percent)
 
             overall_full, overall_ablated = heldout(full, "overall"), heldout(ablated, "overall")

@@ -287,6 +287,10 @@ def test_seeds_pool_into_one_question_by_question_test_where_each_alone_is_too_s
         more[f"easy/seed{seed}/gpu"] = runs["easy/seed0/gpu"] | {"seed": seed}
     assert learning_proof.curriculum_target_rows({"runs": more})[3][2] == (
         "a gain (question by question), within the warm-ups' seed spread")
+    for seed in (0, 1, 2, 3, 4):  # a 10-point gain in every seed: beyond the warm-ups' spread as well
+        more[f"easy/seed{seed}/gpu"] = more[f"easy/seed{seed}/gpu"] | {"evals": {"heldout": _heldout(0.6, "11100000")}}
+    assert learning_proof.curriculum_target_rows({"runs": more})[3][2] == (
+        "a gain (question by question), more than the warm-ups' seed spread")
     del runs["easy/seed1/gpu"]
     assert [row for row in learning_proof.paired_rows({"runs": runs}) if row.startswith("| all")] == []
 
