@@ -17,10 +17,11 @@ end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Q
 Per variant it reports the median step time after the first (warm-up) step, and what the step spent:
 each generation call of TRL's tool loop (batch, prompt lengths, new tokens, seconds, decode steps/s, and
 its split into setup, prefill, decode and teardown, from hooks on the model's forward), the environment's
-own time (every SQLEnv tool call timed), and the rest (log-probabilities, backward, optimizer). It then generates one single-turn batch of the same size to the length cap with the same
-trainer, the reference for "tool-loop generation reaches N% of single-turn tokens/s". With a model
-that makes real tool calls (``python models.py fetch qwen2.5-coder-0.5b-instruct``) the steps are
-multi-turn; random weights make none. Runs on CPU too (slowly), which is how its tests check it.
+own time (every SQLEnv tool call timed), and the rest (log-probabilities, backward, optimizer). It then
+generates one single-turn batch of the same size to the length cap with the same trainer, the reference for
+"tool-loop generation reaches N% of single-turn tokens/s". With a model that makes real tool calls
+(``python models.py fetch qwen2.5-coder-0.5b-instruct``) the steps are multi-turn; random weights make none.
+Runs on CPU too (slowly), which is how its tests check it.
 """
 
 from __future__ import annotations
