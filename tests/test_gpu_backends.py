@@ -83,3 +83,22 @@ def test_a_calls_fixed_cost_and_decode_step_are_fitted_from_written_rows(tmp_pat
     assert fit_call_costs.kept_row_step_share({"calls": calls}) == round(163 / 3846, 2)
     with pytest.raises(SystemExit):
         fit_call_costs.main([str(tmp_path / "missing.json")])
+
+
+def test_a_calls_split_gives_its_parts_medians_fixed_share_and_steady_steps_by_padding() -> None:
+    import fit_call_costs
+
+    def call(step: int, first: list[float], seconds: float, padded: bool, steady: float | None) -> dict:
+        return {"step": step, "setup_s": 0.05, "prefill_s": first[0], "teardown_s": 0.05, "first_forwards_s": first,
+                "seconds": seconds, "prompt_tokens_max": 100, "prompt_tokens_mean": 90.0 if padded else 100.0,
+                "steady_forward_ms": steady}
+
+    calls = [call(0, [3.0, 1.0, 0.5, 0.01], 6.0, padded=False, steady=5.0),  # warm-up step: medians leave it out
+             call(1, [0.1, 0.08, 0.2, 0.01], 1.0, padded=False, steady=6.0),
+             call(1, [0.1, 0.08, 0.2], 0.5, padded=True, steady=None),  # three forwards: no steady step
+             call(2, [0.3, 0.06, 0.1, 0.02], 1.5, padded=True, steady=16.0)]
+    split = fit_call_costs.call_split({"calls": calls})
+    assert split == {"calls": 3, "setup_s": 0.05, "prefill_s": 0.1, "first_decode_s": 0.08, "second_decode_s": 0.2,
+                     "teardown_s": 0.05, "fixed_share": round((0.48 + 0.48 + 0.56) / 3.0, 2),
+                     "steady_ms_one_length": [5.0, 6.0], "steady_ms_padded": [16.0, 16.0]}
+    assert fit_call_costs.call_split({"calls": [{"step": 1, "batch": 6, "seconds": 1.0}]}) is None  # older rows
