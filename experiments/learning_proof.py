@@ -412,9 +412,10 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                  _verdict_lower(base_post, mixed_post or easy_post, target=0.05)))
     rows.append(reward_slope_row([fit_slope(curve(run, "reward")) for run in runs_of(results, "easy")]))
     rows.append(paired_check(results, "ng4", ("zero-advantage groups, mean share over the phase (6 vs 4 "
-                                              "generations, same warm-up)"),
+                                              "generations, same warm-up; Welch t-test over steps)"),
                              lambda run: _mean_of(run, "frac_reward_zero_std"),
-                             percent=True, better="lower", verdicts=("fewer with 6", "not fewer with 6")))
+                             percent=True, better="lower", verdicts=("fewer with 6", "not fewer with 6"),
+                             test=per_step_difference_p("frac_reward_zero_std")))
     train_easy = [value for run in runs_of(results, "easy")
                   if (value := measured(run, "train_easy", "accuracy", "easy")) is not None]
     rows.append(("easy above 50% before mixed (train-part easy questions, after the easy phase)", _cell(train_easy),
@@ -423,13 +424,13 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows.append(relaxed_matching_row(results))
     few_shot_verdicts = ("higher with examples", "not higher with examples")
     rows.append(paired_check(results, "no-fewshot", ("few-shot: mean reward of the first 20 steps, with vs without "
-                                                     "examples (same warm-up)"),
+                                                     "examples (same warm-up; Welch t-test over steps)"),
                              lambda run: _mean_of(run, "reward", slice(0, 20)), percent=False, better="higher",
-                             verdicts=few_shot_verdicts))
+                             verdicts=few_shot_verdicts, test=per_step_difference_p("reward", slice(0, 20))))
     rows.append(paired_check(results, "no-fewshot", ("few-shot: held-out hard accuracy, with vs without examples "
-                                                     "(same warm-up)"),
+                                                     "(same warm-up; Fisher exact test)"),
                              lambda run: measured(run, "heldout", "accuracy", "hard"), percent=True, better="higher",
-                             verdicts=few_shot_verdicts))
+                             verdicts=few_shot_verdicts, test=held_out_group_p("hard")))
     return rows
 
 
@@ -453,16 +454,57 @@ def relaxed_matching_row(results: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def paired_check(results: dict[str, Any], ablation: str, check: str, metric: Callable[[dict[str, Any]], float | None],
-                 *, percent: bool, better: str, verdicts: tuple[str, str]) -> tuple[str, str, str]:
+                 *, percent: bool, better: str, verdicts: tuple[str, str],
+                 test: Callable[[dict[str, Any], dict[str, Any]], float | None] | None = None) -> tuple[str, str, str]:
     """A verification row comparing the full setting with one ablation seed by seed (same warm-up); the first
-    verdict only where the full setting is better in every seed."""
-    pairs = [(seed, metric(full), metric(ablated)) for seed, full, ablated in ablation_pairs(results, ablation)]
-    pairs = [(seed, full, ablated) for seed, full, ablated in pairs if full is not None and ablated is not None]
+    verdict only where the full setting is better in every seed, and said to be within the noise where ``test``
+    (a p-value of one seed's two runs) cannot separate a seed's difference from none."""
+    pairs = [(seed, full_run, metric(full_run), metric(ablated_run), test(full_run, ablated_run) if test else None)
+             for seed, full_run, ablated_run in ablation_pairs(results, ablation)]
+    pairs = [pair for pair in pairs if pair[2] is not None and pair[3] is not None]
     if not pairs:
         return check, "not run", "not run"
-    text = "; ".join(f"seed {seed}: {_pair(full, ablated, percent=percent)}" for seed, full, ablated in pairs)
-    wins = all((full < ablated) if better == "lower" else (full > ablated) for _, full, ablated in pairs)
-    return check, text, (verdicts[0] if wins else verdicts[1]) + (" (one seed)" if len(pairs) == 1 else "")
+    text = "; ".join(f"seed {seed}: {_pair(full, ablated, percent=percent)}" + ("" if p is None else f" (p={p:.2g})")
+                     for seed, _, full, ablated, p in pairs)
+    wins = all((full < ablated) if better == "lower" else (full > ablated) for _, _, full, ablated, _ in pairs)
+    verdict = verdicts[0] if wins else verdicts[1]
+    if wins and any(p is not None and p >= 0.05 for *_, p in pairs):
+        verdict += ", within the noise"
+    return check, text, verdict + (" (one seed)" if len(pairs) == 1 else "")
+
+
+def per_step_difference_p(key: str, steps: slice = slice(None)) -> Callable[[dict[str, Any], dict[str, Any]],
+                                                                         float | None]:
+    """Welch's t-test between two runs' per-step values of one curve. Unpaired: an ablation's step k need not
+    train on the same questions (without few-shot examples the two example questions stay in the data, so the
+    sampler's order differs)."""
+    def test(full_run: dict[str, Any], ablated_run: dict[str, Any]) -> float | None:
+        full, ablated = curve(full_run, key)[steps], curve(ablated_run, key)[steps]
+        if len(full) < 2 or len(ablated) < 2 or len(set(full)) == len(set(ablated)) == 1:
+            return None  # no spread to judge a difference by
+        from scipy.stats import ttest_ind
+
+        return float(ttest_ind(full, ablated, equal_var=False).pvalue)
+
+    return test
+
+
+def held_out_group_p(group: str) -> Callable[[dict[str, Any], dict[str, Any]], float | None]:
+    """Fisher's exact test on two runs' correct counts of one hardness group of the held-out questions. Unpaired,
+    so conservative: the per-question outcomes that the results keep carry no hardness."""
+    def test(full_run: dict[str, Any], ablated_run: dict[str, Any]) -> float | None:
+        table = []
+        for run in (full_run, ablated_run):
+            accuracy, count = measured(run, "heldout", "accuracy", group), measured(run, "heldout", "n", group)
+            if accuracy is None or not count:
+                return None
+            correct = round(accuracy * count)
+            table.append([correct, count - correct])
+        from scipy.stats import fisher_exact
+
+        return float(fisher_exact(table).pvalue)
+
+    return test
 
 
 def reward_slope_row(fits: list[tuple[float, float, float] | None]) -> tuple[str, str, str]:

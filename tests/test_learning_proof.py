@@ -344,3 +344,25 @@ def test_what_relaxed_matching_adds_is_read_from_evals_that_recorded_the_exact_t
     groups["overall"] |= {"answered": 1.0, "post_episode_calls": 0.0, "tool_error_rate": 0.0, "mean_steps": 3.0}
     summary = learning_proof.summarize({"by_hardness": groups, "timing": {"elapsed_s": 1.0}, "questions": []})
     assert summary["exact_text_accuracy"]["overall"] == 0.25
+
+
+def test_an_ablations_difference_inside_its_noise_is_said_to_be_so() -> None:
+    def run(arm: str, rewards: list[float], hard: float) -> dict:
+        heldout = _heldout(0.4) | {"accuracy": {"overall": 0.4, "hard": hard}, "n": {"hard": 100}}
+        return {"arm": arm, "seed": 5, "scale": "gpu", "evals": {"heldout": heldout},
+                "curves": [{"reward": reward, "frac_reward_zero_std": 0.3} for reward in rewards]}
+
+    def few_shot_rows(runs: dict) -> list[tuple[str, str, str]]:
+        return [row for row in learning_proof.verification_rows({"runs": runs}) if row[0].startswith("few-shot")]
+
+    apart = {"easy/seed5/gpu": run("easy", [0.8, 0.9] * 10, hard=0.30),  # 30 of 100 against 10 of 100
+             "no-fewshot/seed5/gpu": run("no-fewshot", [0.2, 0.3] * 10, hard=0.10)}
+    (_, reward_text, reward_verdict), (_, hard_text, hard_verdict) = few_shot_rows(apart)
+    assert reward_verdict == hard_verdict == "higher with examples (one seed)"
+    assert reward_text.startswith("seed 5: 0.850 vs 0.250 (p=") and hard_text.startswith("seed 5: 30.0% vs 10.0% (p=")
+    close = {"easy/seed5/gpu": run("easy", [0.5, 0.9] * 10, hard=0.12),  # 12 of 100 against 10 of 100
+             "no-fewshot/seed5/gpu": run("no-fewshot", [0.4, 0.9] * 10, hard=0.10)}
+    assert [verdict for *_, verdict in few_shot_rows(close)] == ["higher with examples, within the noise (one seed)"] * 2
+    assert learning_proof.held_out_group_p("hard")(close["easy/seed5/gpu"], close["no-fewshot/seed5/gpu"]) > 0.5
+    worse = close | {"easy/seed5/gpu": run("easy", [0.1, 0.2] * 10, hard=0.05)}
+    assert [verdict for *_, verdict in few_shot_rows(worse)] == ["not higher with examples (one seed)"] * 2
