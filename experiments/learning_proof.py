@@ -787,9 +787,16 @@ def moving_average(values: list[float], window: int = 10) -> tuple[range, list[f
     return range(1, len(values) + 1), averaged
 
 
+def mean_over_runs(curves: list[list[float]]) -> list[float]:
+    """Step by step, the mean of the curves that reach that step (a run cut short leaves the later means)."""
+    length = max((len(values) for values in curves), default=0)
+    return [statistics.fmean(values[step] for values in curves if len(values) > step) for step in range(length)]
+
+
 def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
-    """Reward, zero-advantage share and post-episode calls over steps, for every GRPO run."""
-    runs = {key: run for key, run in sorted(results["runs"].items()) if run.get("curves")}
+    """Reward, zero-advantage share and post-episode calls over steps: one colour per arm, each seed a thin line,
+    the arm's mean over its seeds a thick one."""
+    runs = [run for _, run in sorted(results["runs"].items()) if run.get("curves")]
     if not runs:
         return []
     import matplotlib
@@ -797,25 +804,35 @@ def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    by_arm: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_arm.setdefault(run["arm"], []).append(run)
+    colours = dict(zip(ARMS, plt.get_cmap("tab10").colors, strict=False))
     folder.mkdir(parents=True, exist_ok=True)
     figure, axes = plt.subplots(1, 3, figsize=(16, 4))
     for axis, key, title in ((axes[0], "reward", "reward (group mean)"),
                              (axes[1], "frac_reward_zero_std", "groups with no reward variance"),
                              (axes[2], "episode/post_episode_calls", "calls after the episode, per episode")):
-        for name, run in runs.items():
-            line, = axis.plot(*moving_average(curve(run, key)), label=name)
-            if key == "frac_reward_zero_std" and curve(run, "episode/groups_all_correct"):
+        for arm, arm_runs in by_arm.items():
+            colour = colours.get(arm, "black")
+            smoothed = [moving_average(curve(run, key))[1] for run in arm_runs]
+            for values in smoothed:
+                axis.plot(range(1, len(values) + 1), values, color=colour, alpha=0.3, linewidth=0.8)
+            mean = mean_over_runs(smoothed)
+            seeds = ", ".join(str(run["seed"]) for run in arm_runs)
+            axis.plot(range(1, len(mean) + 1), mean, color=colour, linewidth=2.2,
+                      label=f"{arm}: mean of seeds {seeds}" if len(arm_runs) > 1 else f"{arm}: seed {seeds}")
+            if key == "frac_reward_zero_std" and all(curve(run, "episode/groups_all_correct") for run in arm_runs):
                 # Which of the two kinds of no-variance group: every completion right (dashed) or none (dotted).
-                axis.plot(*moving_average(curve(run, "episode/groups_all_correct")), color=line.get_color(),
-                          linestyle="--", linewidth=1)
-                axis.plot(*moving_average(curve(run, "episode/groups_none_correct")), color=line.get_color(),
-                          linestyle=":", linewidth=1)
-                axis.set_ylabel("share (dashed: all right, dotted: none right)")
+                for kind, style in (("episode/groups_all_correct", "--"), ("episode/groups_none_correct", ":")):
+                    kind_mean = mean_over_runs([moving_average(curve(run, kind))[1] for run in arm_runs])
+                    axis.plot(range(1, len(kind_mean) + 1), kind_mean, color=colour, linestyle=style, linewidth=1.2)
+                axis.set_ylabel("share (dashed: all right, dotted: none)")
         axis.set_title(title)
         axis.set_xlabel("GRPO step")
         axis.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    figure.suptitle("10-step moving averages")
+    figure.suptitle("10-step moving averages: thin lines one seed each, thick lines the arm's mean over its seeds")
     figure.tight_layout()
     path = folder / "curves.png"
     figure.savefig(path, dpi=100)

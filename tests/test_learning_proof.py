@@ -366,3 +366,8 @@ def test_an_ablations_difference_inside_its_noise_is_said_to_be_so() -> None:
     assert learning_proof.held_out_group_p("hard")(close["easy/seed5/gpu"], close["no-fewshot/seed5/gpu"]) > 0.5
     worse = close | {"easy/seed5/gpu": run("easy", [0.1, 0.2] * 10, hard=0.05)}
     assert [verdict for *_, verdict in few_shot_rows(worse)] == ["not higher with examples (one seed)"] * 2
+
+
+def test_an_arms_mean_curve_averages_the_seeds_that_reach_each_step() -> None:
+    assert learning_proof.mean_over_runs([[0.0, 1.0, 1.0], [1.0, 0.0]]) == [0.5, 0.5, 1.0]
+    assert learning_proof.mean_over_runs([]) == []
