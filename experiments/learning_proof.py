@@ -30,6 +30,12 @@ that do run side by side (each with its own ``--results`` file, sharing ``--work
 ``--merge results-*.json`` (an arm measured again replaces its entry; the earlier one moves to
 ``superseded``). A seed whose ``sft`` warm-up made no tool call in any held-out episode gets no later arms:
 GRPO from it would see only zero rewards.
+
+Each entry records a digest of its adapter's weights and of the warm-up it descends from; two arms of a seed
+are compared (question by question, as an ablation, as a gain over the warm-up) only when their warm-up digests
+match, since a warm-up trained again need not come out the same. ``--train-only ARM...`` skips the evals of arms
+that only start later ones (for example ``--arms sft easy mixed mixed-only --train-only sft easy``: the
+curriculum against mixed-only in one session, from one warm-up).
 """
 
 from __future__ import annotations
@@ -180,6 +186,26 @@ def adapter_of(work: Path, arm: str, seed: int) -> Path:
     return work / f"{arm}-seed{seed}" / str(phase) / "adapter"
 
 
+def descends_from_warm_up(arm: Arm) -> bool:
+    """Whether the arm's chain of start adapters leads back to the ``sft`` warm-up (``sft`` itself included)."""
+    while arm.name != "sft":
+        if arm.start_from is None:
+            return False
+        arm = ARMS[arm.start_from]
+    return True
+
+
+def adapter_digest(adapter: Path) -> str:
+    """A digest of an adapter's weights (every safetensors file: the LoRA and the warm-up's tool-tag rows). Two
+    arms start from the same warm-up only if their warm-up digests match: a warm-up trained again with the same
+    command and seed need not be the same one (GPU kernels may add in another order)."""
+    digest = hashlib.sha256()
+    for path in sorted(adapter.glob("*.safetensors")):
+        digest.update(path.name.encode("utf-8") + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def group_argv(arm: Arm, scale: Scale) -> list[str]:
     """Batch flags that make each optimizer step hold the scale's prompt groups, whole (the accumulation is
     the group size, one group per micro-batch row). Empty for train.py's own settings: 1 group of 6."""
@@ -305,21 +331,31 @@ def git_commit() -> str:
         return "unknown"
 
 
-def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int) -> dict[str, Any]:
-    """Train (unless base) and evaluate one arm; returns its results entry."""
+def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int, *,
+            evaluate: bool = True) -> dict[str, Any]:
+    """Train (unless base) and evaluate one arm (``evaluate=False``: train only, for an arm that is only the start
+    of a later one); returns its results entry."""
     started = time.perf_counter()
     entry: dict[str, Any] = {"arm": arm.name, "seed": seed, "scale": scale.name, "model": str(model),
                              "commit": git_commit(), "commands": []}
     checkpoint = model
     if arm.phase is not None:
         argv = train_argv(arm, scale, model, data, work, seed)
+        if descends_from_warm_up(arm) and arm.name != "sft":
+            entry["warm_up_digest"] = adapter_digest(adapter_of(work, "sft", seed))
         entry["commands"].append("python train.py " + " ".join(argv))
         print(f"[proof] python train.py {' '.join(argv)}", flush=True)
         checkpoint = Path(train.main(argv))
+        entry["adapter_digest"] = adapter_digest(checkpoint)
+        if arm.name == "sft":
+            entry["warm_up_digest"] = entry["adapter_digest"]
         if arm.phase != "sft":
             entry["curves"] = step_curves(checkpoint.parent)
     entry["train_seconds"] = round(time.perf_counter() - started, 1)
     entry["evals"] = {}
+    if not evaluate:
+        entry["seconds"] = entry["train_seconds"]
+        return entry
     policy = None  # the checkpoint loads once for both evals (the same settings but the split)
     for name, split, hardness, limit in (("heldout", "dev", None, scale.eval_heldout_limit),
                                          ("train_easy", "train", ["easy"], scale.eval_train_easy_limit)):
@@ -370,6 +406,21 @@ def runs_of(results: dict[str, Any], arm: str) -> list[dict[str, Any]]:
 def runs_by_seed(results: dict[str, Any], arm: str) -> dict[tuple[int, str | None], dict[str, Any]]:
     """An arm's runs by (seed, scale): the runs of two arms that pair up (one continues the other)."""
     return {(run["seed"], run.get("scale")): run for run in runs_of(results, arm)}
+
+
+def same_warm_up(run: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two runs of one seed started from the same warm-up. Runs from before the digests were recorded
+    count as the same: each seed's arms then ran from one warm-up in one session."""
+    digests = run.get("warm_up_digest"), other.get("warm_up_digest")
+    return None in digests or digests[0] == digests[1]
+
+
+def pairs_by_seed(results: dict[str, Any], arm: str, other_arm: str,
+                  ) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(seed, run of arm, run of other_arm) for every seed and scale where both ran from the same warm-up."""
+    runs, other_runs = runs_by_seed(results, arm), runs_by_seed(results, other_arm)
+    return [(seed, runs[(seed, scale)], other) for (seed, scale), other in sorted(other_runs.items(), key=str)
+            if (seed, scale) in runs and same_warm_up(runs[(seed, scale)], other)]
 
 
 def fit_slope(values: list[float]) -> tuple[float, float, float] | None:
@@ -541,10 +592,8 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
              "not run" if mean_overall is None else ("pass" if mean_overall >= 0.40 else "fail")),
             ("answered >= 95% (held-out, after the curriculum)", _cell(mixed_answered),
              "not run" if mean_answered is None else ("pass" if mean_answered >= 0.95 else "fail"))]
-    sft_overall = {key: measured(run, "heldout", "accuracy", "overall")
-                   for key, run in runs_by_seed(results, "sft").items()}
-    gains = gains_over_warm_up(results, "mixed", sft_overall)
-    _, sft_spread = _mean_spread(list(sft_overall.values()))
+    gains = gains_over_warm_up(results, "mixed")
+    _, sft_spread = _mean_spread([measured(run, "heldout", "accuracy", "overall") for run in runs_of(results, "sft")])
     if not gains:
         verdict = "not run"
     elif statistics.fmean(gains) < 0.05:
@@ -558,7 +607,7 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
                   "mixed - sft of the same seed)"),
                  (_cell(gains).replace("%", " points", 1) + spread_text) if gains else "not run", verdict))
     # The easy phase has more seeds than the whole line: what it adds by itself, on the same footing.
-    easy_gains = gains_over_warm_up(results, "easy", sft_overall)
+    easy_gains = gains_over_warm_up(results, "easy")
     if not easy_gains:
         easy_verdict = "not run"
     elif sft_spread is None:
@@ -581,11 +630,12 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
     return rows
 
 
-def gains_over_warm_up(results: dict[str, Any], arm: str, sft_overall: dict[Any, float | None]) -> list[float]:
-    """Held-out overall accuracy of ``arm`` minus that of the warm-up of the same seed and scale, per seed."""
-    return [overall - warm_up for key, run in runs_by_seed(results, arm).items()
+def gains_over_warm_up(results: dict[str, Any], arm: str) -> list[float]:
+    """Held-out overall accuracy of ``arm`` minus that of the warm-up it started from (same seed and scale), per
+    seed."""
+    return [overall - warm_up for _, sft, run in pairs_by_seed(results, "sft", arm)
             if (overall := measured(run, "heldout", "accuracy", "overall")) is not None
-            and (warm_up := sft_overall.get(key)) is not None]
+            and (warm_up := measured(sft, "heldout", "accuracy", "overall")) is not None]
 
 
 def mcnemar_p(gained: int, lost: int) -> float:
@@ -628,10 +678,10 @@ def question_changes(before_run: dict[str, Any], after_run: dict[str, Any]) -> Q
 
 
 def seed_changes(results: dict[str, Any], before_arm: str, after_arm: str) -> list[tuple[Any, QuestionChanges]]:
-    """(seed, changes) for every seed and scale where both arms' held-out evals pair up question by question."""
-    before_runs, after_runs = runs_by_seed(results, before_arm), runs_by_seed(results, after_arm)
-    pairs = [(seed, question_changes(before_runs[(seed, scale)], run))
-             for (seed, scale), run in sorted(after_runs.items(), key=str) if (seed, scale) in before_runs]
+    """(seed, changes) for every seed and scale where both arms ran from the same warm-up and their held-out evals
+    pair up question by question."""
+    pairs = [(seed, question_changes(before, after)) for seed, before, after in pairs_by_seed(results, before_arm,
+                                                                                              after_arm)]
     return [(seed, changes) for seed, changes in pairs if changes is not None]
 
 
@@ -662,10 +712,9 @@ def paired_rows(results: dict[str, Any]) -> list[str]:
 
 def ablation_pairs(results: dict[str, Any], ablation: str) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
     """(seed, full-setting run, ablation run) for every seed and scale where an ablation and the arm it ablates both
-    ran: the only fair comparison, since warm-ups of different seeds differ by about as much as GRPO adds."""
-    full_runs = runs_by_seed(results, str(ARMS[ablation].ablates))
-    return [(seed, full_runs[(seed, scale)], run) for (seed, scale), run in sorted(
-        runs_by_seed(results, ablation).items(), key=str) if (seed, scale) in full_runs]
+    ran from the same warm-up: the only fair comparison, since warm-ups of different seeds differ by about as much
+    as GRPO adds."""
+    return pairs_by_seed(results, str(ARMS[ablation].ablates), ablation)
 
 
 def _mean_of(run: dict[str, Any], key: str, steps: slice = slice(None)) -> float | None:
@@ -864,6 +913,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-generation", choices=("padded", "rounds"), default="padded",
                         help="how the evals generate a turn (python -m eval --generation; default padded, as every "
                              "line so far; rounds took 0.64x the time of padded on the H200 at the same accuracy)")
+    parser.add_argument("--train-only", nargs="+", choices=list(ARMS), default=[], metavar="ARM",
+                        help="arms to train without their evals (about 110-150 s of H200 time an arm): those that "
+                             "only start a later arm, so that a comparison of later arms fits one session")
     parser.add_argument("--report-only", action="store_true", help="regenerate the report from the results file")
     parser.add_argument("--merge", type=Path, nargs="+", default=[], metavar="RESULTS",
                         help="add the runs of these results files (invocations run side by side) to --results, "
@@ -910,13 +962,15 @@ def main(argv: list[str] | None = None) -> int:
         for seed in arguments.seeds:
             if seed in stopped:
                 continue
-            entry = run_arm(ARMS[name], scale, arguments.model, data, arguments.work, seed)
+            evaluate = name not in arguments.train_only
+            entry = run_arm(ARMS[name], scale, arguments.model, data, arguments.work, seed, evaluate=evaluate)
             record_run(results, f"{name}/seed{seed}/{scale.name}", entry)
             save_results(arguments.results, results)  # after every arm: nothing measured is lost
             write_report(results, arguments.report, figures_dir, arguments.results)
             print(f"[proof] {name} seed {seed}: {entry['seconds']:.0f} s; held-out accuracy "
-                  f"{entry['evals']['heldout']['accuracy']['overall']}", flush=True)
-            if name == "sft" and later and not entry["evals"]["heldout"]["mean_steps"]:
+                  f"{measured(entry, 'heldout', 'accuracy', 'overall') if evaluate else 'not evaluated (--train-only)'}",
+                  flush=True)
+            if name == "sft" and later and evaluate and not entry["evals"]["heldout"]["mean_steps"]:
                 # GRPO from a model that never calls a tool sees the same zero reward in every group.
                 print(f"[proof] seed {seed}: the warm-up's model made no tool call in any held-out episode; not "
                       f"running {' '.join(later)} for it (see the [sft] tool-call tags line of its log)", flush=True)

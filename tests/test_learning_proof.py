@@ -105,7 +105,7 @@ def test_grpo_arms_are_not_run_after_a_warm_up_whose_model_never_calls_a_tool(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[str] = []
 
-    def fake_arm(arm, scale, model, data, work, seed):  # noqa: ANN001, ANN202 (learning_proof.run_arm's shape)
+    def fake_arm(arm, scale, model, data, work, seed, evaluate=True):  # noqa: ANN001, ANN202 (run_arm's shape)
         ran.append(arm.name)
         steps = 0.0 if arm.name == "sft" else 2.5
         return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
@@ -126,7 +126,7 @@ def test_seeds_run_arm_by_arm_and_a_seed_whose_warm_up_calls_no_tool_gets_no_grp
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[tuple[str, int]] = []
 
-    def fake_arm(arm, scale, model, data, work, seed):  # noqa: ANN001, ANN202 (learning_proof.run_arm's shape)
+    def fake_arm(arm, scale, model, data, work, seed, evaluate=True):  # noqa: ANN001, ANN202 (run_arm's shape)
         ran.append((arm.name, seed))
         steps = 0.0 if (arm.name, seed) == ("sft", 1) else 2.5
         return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
@@ -371,3 +371,90 @@ def test_an_ablations_difference_inside_its_noise_is_said_to_be_so() -> None:
 def test_an_arms_mean_curve_averages_the_seeds_that_reach_each_step() -> None:
     assert learning_proof.mean_over_runs([[0.0, 1.0, 1.0], [1.0, 0.0]]) == [0.5, 0.5, 1.0]
     assert learning_proof.mean_over_runs([]) == []
+
+
+def test_a_warm_up_digest_is_of_the_weights_alone_and_changes_with_any_of_their_bytes(tmp_path: Path) -> None:
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_model.safetensors").write_bytes(b"lora" * 100)
+    (adapter / "tool_token_rows.safetensors").write_bytes(b"rows")
+    (adapter / "README.md").write_text("written at save time")
+    digest = learning_proof.adapter_digest(adapter)
+    (adapter / "README.md").write_text("another save, the same weights")
+    assert learning_proof.adapter_digest(adapter) == digest
+    (adapter / "tool_token_rows.safetensors").write_bytes(b"Rows")  # the warm-up's tag rows are weights too
+    assert learning_proof.adapter_digest(adapter) != digest
+
+
+def test_an_arm_records_the_warm_up_it_started_from_and_a_train_only_arm_skips_its_evals(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake_train(argv: list[str]) -> str:  # train.main's shape: writes the adapter, returns its folder
+        output, phase = Path(argv[argv.index("--output_dir") + 1]), argv[argv.index("--phase") + 1]
+        adapter = output / phase / "adapter"
+        adapter.mkdir(parents=True)
+        (adapter / "adapter_model.safetensors").write_bytes(phase.encode() + argv[argv.index("--seed") + 1].encode())
+        (output / phase / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward": 0.5}) + "\n")
+        return str(adapter)
+
+    monkeypatch.setattr(learning_proof.train, "main", fake_train)
+    monkeypatch.setattr(learning_proof, "run_eval", lambda *args, **kwargs: pytest.fail("a train-only arm evaluated"))
+    scale, work = learning_proof.SCALES["quick"], tmp_path / "work"
+    sft = learning_proof.run_arm(learning_proof.ARMS["sft"], scale, tmp_path, BUILTIN_DATA_DIR, work, 3, evaluate=False)
+    assert sft["evals"] == {} and sft["seconds"] == sft["train_seconds"]
+    assert sft["warm_up_digest"] == sft["adapter_digest"] == learning_proof.adapter_digest(
+        learning_proof.adapter_of(work, "sft", 3))
+    easy = learning_proof.run_arm(learning_proof.ARMS["easy"], scale, tmp_path, BUILTIN_DATA_DIR, work, 3,
+                                  evaluate=False)
+    assert easy["warm_up_digest"] == sft["adapter_digest"] != easy["adapter_digest"]
+    mixed_only = learning_proof.run_arm(learning_proof.ARMS["mixed-only"], scale, tmp_path, BUILTIN_DATA_DIR, work, 3,
+                                        evaluate=False)
+    assert mixed_only["warm_up_digest"] == sft["adapter_digest"]
+    no_sft = learning_proof.run_arm(learning_proof.ARMS["no-sft"], scale, tmp_path, BUILTIN_DATA_DIR, work, 3,
+                                    evaluate=False)
+    assert "warm_up_digest" not in no_sft  # GRPO from the base model: no warm-up to share
+
+
+def test_arms_pair_up_only_when_they_started_from_the_same_warm_up() -> None:
+    def run(arm: str, outcomes: str, warm_up: str | None) -> dict:
+        entry = _grpo_run(arm, 6, outcomes.count("1") / 4, outcomes, zero_share=0.25, reward=0.5)
+        return entry if warm_up is None else dict(entry, warm_up_digest=warm_up)
+
+    runs = {"sft/seed6/gpu": run("sft", "1000", "a"), "easy/seed6/gpu": run("easy", "1100", "a"),
+            "mixed/seed6/gpu": run("mixed", "1110", "a"), "mixed-only/seed6/gpu": run("mixed-only", "1111", "a")}
+    assert len(learning_proof.paired_rows({"runs": runs})) == 3
+    assert [seed for seed, _, _ in learning_proof.ablation_pairs({"runs": runs}, "mixed-only")] == [6]
+    assert learning_proof.gains_over_warm_up({"runs": runs}, "mixed") == [0.5]
+    # The warm-up trained again in a later session came out other weights: its arms no longer pair with the
+    # arms of the first one, whatever their seed says.
+    retrained = dict(runs, **{"sft/seed6/gpu": run("sft", "0000", "b"), "mixed-only/seed6/gpu":
+                              run("mixed-only", "1111", "b")})
+    assert learning_proof.paired_rows({"runs": retrained}) == ["| 6 | easy -> mixed | 4 | 2 -> 3 | 1 | 0 | 1 |"]
+    assert learning_proof.ablation_pairs({"runs": retrained}, "mixed-only") == []
+    assert learning_proof.gains_over_warm_up({"runs": retrained}, "mixed") == []
+    # Runs from before the digests were recorded pair as they always did (one session, one warm-up per seed).
+    undigested = {key: {name: value for name, value in entry.items() if name != "warm_up_digest"}
+                  for key, entry in retrained.items()}
+    assert len(learning_proof.paired_rows({"runs": undigested})) == 3
+
+
+def test_train_only_arms_run_without_evals_and_the_report_shows_them_not_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[str, bool]] = []
+
+    def fake_arm(arm, scale, model, data, work, seed, evaluate=True):  # run_arm's shape
+        asked.append((arm.name, evaluate))
+        evals = {"heldout": _heldout(0.5, "1100") | {"mean_steps": 3.0}} if evaluate else {}
+        return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0, "evals": evals,
+                "commit": "abc1234"}
+
+    monkeypatch.setattr(learning_proof, "run_arm", fake_arm)
+    argv = ["--model", str(tmp_path), "--data-dir", str(BUILTIN_DATA_DIR), "--work", str(tmp_path / "work"),
+            "--results", str(tmp_path / "results.json"), "--report", str(tmp_path / "report.md"),
+            "--arms", "sft", "easy", "mixed", "mixed-only", "--train-only", "sft", "easy"]
+    assert learning_proof.main(argv) == 0  # an unevaluated warm-up does not stop the arms after it
+    assert asked == [("sft", False), ("easy", False), ("mixed", True), ("mixed-only", True)]
+    report = (tmp_path / "report.md").read_text().splitlines()
+    assert next(line for line in report if line.startswith("| sft |")).startswith("| sft | not run |")
+    assert "| 50.0% (n=1) |" in next(line for line in report if line.startswith("| mixed |"))  # overall
+    with pytest.raises(SystemExit):
+        learning_proof.main([*argv, "--train-only", "nonsense"])
