@@ -23,8 +23,9 @@
 #   stop NAME      end a background run
 #   keep DIR NAME [FIRST]  an adapter folder back to the caller in checksummed pieces, as many as one call returns
 #                  (FIRST: the first piece; it prints the next call's FIRST while pieces remain). Here, put them in
-#                  .adapters/NAME/: a later session's `restore` continues from the very same adapter, where
-#                  training it again would give another (GPU nondeterminism) and cost its minutes again
+#                  .adapters/NAME/ (ignored): to look at an adapter off the GPU, or to bring it back to a machine
+#                  started again in the same session. Not across sessions: a session's checkout is laid anew, so
+#                  ignored folders do not last (arms to compare run from one warm-up in one session)
 #   restore NAME DEST  with .adapters/NAME's pieces carried (over as many calls as they need: each call adds its
 #                  pieces), once all are there and match their checksums, unpack them into DEST
 # Here, first: bash scripts/fetch_gpu_wheels.sh; tar czf .spider.tgz -C ../shared spider;
