@@ -915,7 +915,8 @@ def main(argv: list[str] | None = None) -> int:
                              "line so far; rounds took 0.64x the time of padded on the H200 at the same accuracy)")
     parser.add_argument("--train-only", nargs="+", choices=list(ARMS), default=[], metavar="ARM",
                         help="arms to train without their evals (about 110-150 s of H200 time an arm): those that "
-                             "only start a later arm, so that a comparison of later arms fits one session")
+                             "only start a later arm, so that a comparison of later arms fits one session (a "
+                             "warm-up trained only is not checked for tool calls before the arms after it)")
     parser.add_argument("--report-only", action="store_true", help="regenerate the report from the results file")
     parser.add_argument("--merge", type=Path, nargs="+", default=[], metavar="RESULTS",
                         help="add the runs of these results files (invocations run side by side) to --results, "
