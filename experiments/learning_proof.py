@@ -341,14 +341,13 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
     checkpoint = model
     if arm.phase is not None:
         argv = train_argv(arm, scale, model, data, work, seed)
-        if descends_from_warm_up(arm) and arm.name != "sft":
-            entry["warm_up_digest"] = adapter_digest(adapter_of(work, "sft", seed))
         entry["commands"].append("python train.py " + " ".join(argv))
         print(f"[proof] python train.py {' '.join(argv)}", flush=True)
         checkpoint = Path(train.main(argv))
         entry["adapter_digest"] = adapter_digest(checkpoint)
-        if arm.name == "sft":
-            entry["warm_up_digest"] = entry["adapter_digest"]
+        if descends_from_warm_up(arm):  # the warm-up this arm grew from (training writes only its own folder)
+            entry["warm_up_digest"] = (entry["adapter_digest"] if arm.name == "sft"
+                                       else adapter_digest(adapter_of(work, "sft", seed)))
         if arm.phase != "sft":
             entry["curves"] = step_curves(checkpoint.parent)
     entry["train_seconds"] = round(time.perf_counter() - started, 1)
