@@ -3,6 +3,7 @@
     python experiments/learning_proof.py --model /tmp/qc --arms base sft easy mixed --seeds 0 1 2   # the main line
     python experiments/learning_proof.py --model /tmp/qc --arms ng4 no-penalty no-fewshot --seed 0
     python experiments/learning_proof.py --model /tmp/qc --arms mixed-only no-sft --seed 0
+    python experiments/learning_proof.py --model /tmp/qc --arms sft-habit easy-habit no-penalty-habit --seed 8
     python experiments/learning_proof.py --report-only          # redraw docs/learning_proof.md from the results
     python experiments/learning_proof.py --quick                # CPU smoke test: SmolLM2, built-in data, 1 step
 
@@ -13,7 +14,11 @@ Every arm is the project's own commands, run in this process (``train.py``, ``py
   examples in the prompt until the curriculum's first epoch ends); ``mixed``: ``--phase mixed`` from it;
 - ablations, each against ``easy`` from the same warm-up and the same number of steps: ``ng4`` (4
   generations), ``no-penalty``, ``no-fewshot``, ``no-sft`` (from the base model), and ``mixed-only``
-  (easy+medium from the warm-up for the curriculum's easy+mixed steps together).
+  (easy+medium from the warm-up for the curriculum's easy+mixed steps together);
+- the penalty's own line: ``sft-habit``, a warm-up that keeps calling tools after answering in 30% of its
+  oracle episodes (``--sft_never_stop_share``), ``easy-habit`` from it and ``no-penalty-habit`` (the same
+  without the penalty): after the plain warm-up no model calls a tool once the episode is over, so the
+  penalty has nothing to act on there.
 After each arm, ``python -m eval`` runs on the held-out databases (all their questions) and on the
 training part's easy questions. Data: real Spider (``--data-dir``, default ../shared/spider) split by
 database: the databases in experiments/heldout_databases.txt are held out of every phase and warm-up.
@@ -67,7 +72,13 @@ HELD_OUT_LIST = REPO_DIR / "experiments" / "heldout_databases.txt"
 MIXED_ONLY_CURRICULUM = REPO_DIR / "experiments" / "mixed_only.yaml"
 HARDNESS = ["easy", "medium", "hard", "extra", "overall"]
 MAIN_LINE = ("base", "sft", "easy", "mixed")
-ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only")
+# The penalty needs something to act on: after the plain warm-up no model calls a tool once it has answered (0
+# post-episode calls in every training episode of every GRPO arm, 2026-12-01..02), so no-penalty from it would
+# train on exactly the rewards of the full setting. This line starts from a warm-up that learned the first run's
+# habit on a share of its episodes (train.py --sft_never_stop_share), and asks whether the penalty removes it.
+HABIT_SHARE = 0.3
+HABIT_LINE = ("sft-habit", "easy-habit")
+ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only", "no-penalty-habit")
 
 # ---------------------------------------------------------------------------------------------- scale
 
@@ -172,6 +183,10 @@ ARMS = {
     "no-sft": Arm("no-sft", "easy", None, "easy_steps", ablates="easy"),
     "mixed-only": Arm("mixed-only", "mixed", "sft", "mixed_only_steps",
                       ("--curriculum", str(MIXED_ONLY_CURRICULUM)), ablates="mixed"),
+    "sft-habit": Arm("sft-habit", "sft", None, "easy_steps", ("--sft_never_stop_share", str(HABIT_SHARE))),
+    "easy-habit": Arm("easy-habit", "easy", "sft-habit", "easy_steps"),
+    "no-penalty-habit": Arm("no-penalty-habit", "easy", "sft-habit", "easy_steps", ("--post_episode_penalty", "0"),
+                            ablates="easy-habit"),
 }
 
 
@@ -186,13 +201,14 @@ def adapter_of(work: Path, arm: str, seed: int) -> Path:
     return work / f"{arm}-seed{seed}" / str(phase) / "adapter"
 
 
-def descends_from_warm_up(arm: Arm) -> bool:
-    """Whether the arm's chain of start adapters leads back to the ``sft`` warm-up (``sft`` itself included)."""
-    while arm.name != "sft":
+def warm_up_of(arm: Arm) -> str | None:
+    """The warm-up arm (``--phase sft``) that the arm's chain of start adapters leads back to, the arm itself if it
+    is one; None for the base model and GRPO from it."""
+    while arm.phase != "sft":
         if arm.start_from is None:
-            return False
+            return None
         arm = ARMS[arm.start_from]
-    return True
+    return arm.name
 
 
 def adapter_digest(adapter: Path) -> str:
@@ -225,7 +241,7 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
         return ["--phase", "sft", *common, "--max_questions", str(scale.sft_questions),
                 "--sft_epochs", str(scale.sft_epochs), "--sft_batch_size", str(scale.sft_batch_size),
                 "--sft_hardness", "easy", "medium", "--learning_rate", str(scale.sft_learning_rate),
-                "--warmup_steps", "5", "--per_device_train_batch_size", "4"]
+                "--warmup_steps", "5", "--per_device_train_batch_size", "4", *arm.flags]
     argv = ["--phase", str(arm.phase), *common, "--max_steps", str(steps_for(arm, scale)),
             "--learning_rate", str(scale.grpo_learning_rate), "--warmup_steps", "5",
             "--max_completion_length", str(scale.max_completion_length), "--save_steps", "50"]
@@ -345,9 +361,10 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
         print(f"[proof] python train.py {' '.join(argv)}", flush=True)
         checkpoint = Path(train.main(argv))
         entry["adapter_digest"] = adapter_digest(checkpoint)
-        if descends_from_warm_up(arm):  # the warm-up this arm grew from (training writes only its own folder)
-            entry["warm_up_digest"] = (entry["adapter_digest"] if arm.name == "sft"
-                                       else adapter_digest(adapter_of(work, "sft", seed)))
+        warm_up = warm_up_of(arm)
+        if warm_up is not None:  # the warm-up this arm grew from (training writes only its own folder)
+            entry["warm_up_digest"] = (entry["adapter_digest"] if arm.name == warm_up
+                                       else adapter_digest(adapter_of(work, warm_up, seed)))
         if arm.phase != "sft":
             entry["curves"] = step_curves(checkpoint.parent)
     entry["train_seconds"] = round(time.perf_counter() - started, 1)
@@ -460,6 +477,7 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                  f"{_cell(base_post, percent=False)} -> {_cell(easy_post, percent=False)} -> "
                  f"{_cell(mixed_post, percent=False)}",
                  _verdict_lower(base_post, mixed_post or easy_post, target=0.05)))
+    rows += penalty_rows(results)
     rows.append(reward_slope_row([fit_slope(curve(run, "reward")) for run in runs_of(results, "easy")]))
     rows.append(paired_check(results, "ng4", ("zero-advantage groups, mean share over the phase (6 vs 4 "
                                               "generations, same warm-up; Welch t-test over steps)"),
@@ -484,13 +502,31 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
+def penalty_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The post-episode penalty against none, from the warm-up that keeps calling after a share of its answers:
+    the calls during training (the last 20 steps, where a learned difference would show) and on held-out."""
+    verdicts = ("fewer with the penalty", "not fewer with the penalty")
+    habit = f"from a warm-up with the habit in {HABIT_SHARE:.0%} of its episodes"
+    last = slice(-20, None)
+    return [paired_check(results, "no-penalty-habit",
+                         (f"the post-episode penalty: calls after the episode per training episode, last 20 steps, "
+                          f"with vs without it ({habit}; Welch t-test over steps)"),
+                         lambda run: _mean_of(run, "episode/post_episode_calls", last), percent=False,
+                         better="lower", verdicts=verdicts,
+                         test=per_step_difference_p("episode/post_episode_calls", last)),
+            paired_check(results, "no-penalty-habit",
+                         f"the post-episode penalty: held-out calls after the episode, with vs without it ({habit})",
+                         lambda run: measured(run, "heldout", "post_episode_calls"), percent=False, better="lower",
+                         verdicts=verdicts)]
+
+
 def relaxed_matching_row(results: dict[str, Any]) -> tuple[str, str, str]:
     """What the relaxed, type-aware verifier adds to held-out accuracy over the exact text asked for, arm by arm
     (evals from before 2026-12-02 did not record the exact-text verdict; experiments/verifier_effect.py re-scores
     any report)."""
     check = "relaxed, type-aware matching: held-out accuracy, relaxed vs exact text"
     cells, added = [], []
-    for arm in (*MAIN_LINE, *ABLATIONS):
+    for arm in ARMS:
         pairs = [(relaxed, exact) for run in runs_of(results, arm)
                  if (relaxed := measured(run, "heldout", "accuracy", "overall")) is not None
                  and (exact := measured(run, "heldout", "exact_text_accuracy", "overall")) is not None]
@@ -756,6 +792,21 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
     return rows
 
 
+def pooled_lengths(results: dict[str, Any]) -> list[str]:
+    """For each arm whose evaluated runs differ in GRPO steps: which seeds ran how many (the accuracy table pools
+    them, so that a shorter line counts as a line)."""
+    texts = []
+    for arm in ARMS:
+        seeds_by_steps: dict[int, list[str]] = {}
+        for run in runs_of(results, arm):
+            if run.get("evals") and run.get("curves"):
+                seeds_by_steps.setdefault(len(run["curves"]), []).append(str(run["seed"]))
+        if len(seeds_by_steps) > 1:
+            texts.append(f"{arm}: " + ", ".join(f"{steps} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})"
+                                                for steps, seeds in sorted(seeds_by_steps.items(), reverse=True)))
+    return texts
+
+
 def _verdict_lower(before: list[float | None], after: list[float | None], *, target: float) -> str:
     before_mean, _ = _mean_spread(before)
     after_mean, _ = _mean_spread(after)
@@ -775,7 +826,7 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
              "## Accuracy by hardness on the held-out databases", "",
              "| arm | " + " | ".join(HARDNESS) + " | answered | post-episode calls | train-part easy |",
              "|---" * (len(HARDNESS) + 4) + "|"]
-    for arm in (*MAIN_LINE, *ABLATIONS):
+    for arm in ARMS:
         runs = runs_of(results, arm)
         if not runs:
             lines.append(f"| {arm} | " + " | ".join(["not run"] * (len(HARDNESS) + 3)) + " |")
@@ -785,6 +836,9 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         cells.append(_cell([measured(run, "heldout", "post_episode_calls") for run in runs], percent=False))
         cells.append(_cell([measured(run, "train_easy", "accuracy", "easy") for run in runs]))
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    lengths = pooled_lengths(results)
+    if lengths:
+        lines += ["", "Pooled runs of different lengths (GRPO steps): " + "; ".join(lengths) + "."]
     partial = [(key, name, summary) for key, run in sorted(results["runs"].items())
                for name, summary in run.get("evals", {}).items() if name not in ("heldout", "train_easy")]
     if partial:  # evals of part of a split, from runs cut short: not comparable with the table above
@@ -818,8 +872,9 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         step, generation = curve(run, "step_time"), curve(run, "rollout/generation_s")
         timing = (f"{statistics.median(step):.2f} s ({statistics.median(generation):.2f} s)"
                   if step and generation else "-")
+        wall = f"{run['seconds']:.0f} s" + ("" if run.get("evals") or run["arm"] == "base" else " (trained only)")
         lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {len(run.get('curves', []))} | {timing} | "
-                     f"{run['seconds']:.0f} s | {run['commit']} |")
+                     f"{wall} | {run['commit']} |")
     lines += ["", "Commands of each run:", ""]
     for key in sorted(results["runs"]):
         lines += [f"- `{key}`:"] + [f"  - `{command}`" for command in results["runs"][key]["commands"]]
@@ -855,7 +910,10 @@ def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
     by_arm: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         by_arm.setdefault(run["arm"], []).append(run)
-    colours = dict(zip(ARMS, plt.get_cmap("tab10").colors, strict=False))
+    # More arms than tab10 has colours: the cycle gives the last ones the colours of base and sft, which have no
+    # curves to draw.
+    palette = plt.get_cmap("tab10").colors
+    colours = {arm: palette[index % len(palette)] for index, arm in enumerate(ARMS)}
     folder.mkdir(parents=True, exist_ok=True)
     figure, axes = plt.subplots(1, 3, figsize=(16, 4))
     for axis, key, title in ((axes[0], "reward", "reward (group mean)"),
@@ -956,25 +1014,27 @@ def main(argv: list[str] | None = None) -> int:
         data = split_by_database(arguments.data_dir, arguments.work, held_out_databases())
     else:
         data = arguments.data_dir
-    stopped: set[int] = set()  # seeds whose warm-up made no tool call: their GRPO arms would learn nothing
+    # (seed, warm-up) pairs whose warm-up made no tool call: the GRPO arms grown from it would learn nothing.
+    stopped: set[tuple[int, str]] = set()
     for index, name in enumerate(arguments.arms):
-        later = arguments.arms[index + 1:]
+        arm = ARMS[name]
         for seed in arguments.seeds:
-            if seed in stopped:
+            if (seed, warm_up_of(arm)) in stopped:
                 continue
             evaluate = name not in arguments.train_only
-            entry = run_arm(ARMS[name], scale, arguments.model, data, arguments.work, seed, evaluate=evaluate)
+            entry = run_arm(arm, scale, arguments.model, data, arguments.work, seed, evaluate=evaluate)
             record_run(results, f"{name}/seed{seed}/{scale.name}", entry)
             save_results(arguments.results, results)  # after every arm: nothing measured is lost
             write_report(results, arguments.report, figures_dir, arguments.results)
             print(f"[proof] {name} seed {seed}: {entry['seconds']:.0f} s; held-out accuracy "
                   f"{measured(entry, 'heldout', 'accuracy', 'overall') if evaluate else 'not evaluated (--train-only)'}",
                   flush=True)
-            if name == "sft" and later and evaluate and not entry["evals"]["heldout"]["mean_steps"]:
+            grown = [later for later in arguments.arms[index + 1:] if warm_up_of(ARMS[later]) == name]
+            if arm.phase == "sft" and grown and evaluate and not entry["evals"]["heldout"]["mean_steps"]:
                 # GRPO from a model that never calls a tool sees the same zero reward in every group.
                 print(f"[proof] seed {seed}: the warm-up's model made no tool call in any held-out episode; not "
-                      f"running {' '.join(later)} for it (see the [sft] tool-call tags line of its log)", flush=True)
-                stopped.add(seed)
+                      f"running {' '.join(grown)} for it (see the [sft] tool-call tags line of its log)", flush=True)
+                stopped.add((seed, name))
     return 1 if stopped else 0
 
 

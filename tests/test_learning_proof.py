@@ -302,6 +302,11 @@ def _grpo_run(arm: str, seed: int, overall: float, outcomes: str, zero_share: fl
             "evals": {"heldout": dict(_heldout(overall, outcomes), accuracy={"overall": overall, "hard": overall})}}
 
 
+def _row(runs: dict, check: str) -> tuple[str, str, str]:
+    """The verification row whose check starts with ``check``."""
+    return next(row for row in learning_proof.verification_rows({"runs": runs}) if row[0].startswith(check))
+
+
 def test_an_ablation_is_compared_with_its_full_setting_of_the_same_seed_and_scale_only() -> None:
     runs = {"easy/seed4/gpu": _grpo_run("easy", 4, 0.75, "1110", zero_share=0.25, reward=0.6),
             "ng4/seed4/gpu": _grpo_run("ng4", 4, 0.50, "1001", zero_share=0.40, reward=0.5),
@@ -310,10 +315,10 @@ def test_an_ablation_is_compared_with_its_full_setting_of_the_same_seed_and_scal
     rows = learning_proof.ablation_rows({"runs": runs})
     assert rows == [("| ng4 | easy | 4 | 3 / 3 | 75.0% vs 50.0% | -25.0 | 1 / 2 (p=1) | 75.0% vs 50.0% | "
                      "25.0% vs 40.0% | 0.600 vs 0.500 | 0.000 vs 0.000 |")]
-    check = learning_proof.verification_rows({"runs": runs})[3]
+    check = _row(runs, "zero-advantage groups")
     assert check[1:] == ("seed 4: 25.0% vs 40.0%", "fewer with 6 (one seed)")
     runs["ng4/seed4/gpu"] = _grpo_run("ng4", 4, 0.50, "1001", zero_share=0.20, reward=0.5)
-    assert learning_proof.verification_rows({"runs": runs})[3][2] == "not fewer with 6 (one seed)"
+    assert _row(runs, "zero-advantage groups")[2] == "not fewer with 6 (one seed)"
     few_shot = [row for row in learning_proof.verification_rows({"runs": runs}) if row[0].startswith("few-shot")]
     assert [verdict for _, _, verdict in few_shot] == ["not run", "not run"]
 
@@ -458,3 +463,91 @@ def test_train_only_arms_run_without_evals_and_the_report_shows_them_not_run(
     assert "| 50.0% (n=1) |" in next(line for line in report if line.startswith("| mixed |"))  # overall
     with pytest.raises(SystemExit):
         learning_proof.main([*argv, "--train-only", "nonsense"])
+
+
+def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_calling(tmp_path: Path) -> None:
+    warm_ups = {name: learning_proof.warm_up_of(arm) for name, arm in learning_proof.ARMS.items()}
+    assert warm_ups == {"base": None, "sft": "sft", "easy": "sft", "mixed": "sft", "ng4": "sft", "no-penalty": "sft",
+                        "no-fewshot": "sft", "no-sft": None, "mixed-only": "sft", "sft-habit": "sft-habit",
+                        "easy-habit": "sft-habit", "no-penalty-habit": "sft-habit"}
+    scale = learning_proof.SCALES["gpu"]
+    argv = learning_proof.train_argv(learning_proof.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
+    agent, _, _ = learning_proof.train.parse_config(argv)
+    assert agent.sft_never_stop_share == learning_proof.HABIT_SHARE > 0
+    plain = learning_proof.train_argv(learning_proof.ARMS["sft"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
+    assert learning_proof.train.parse_config(plain)[0].sft_never_stop_share == 0
+    with pytest.raises(FileNotFoundError, match="run --arms sft-habit first"):
+        learning_proof.train_argv(learning_proof.ARMS["no-penalty-habit"], scale, tmp_path, BUILTIN_DATA_DIR,
+                                  tmp_path, 8)
+
+
+def test_a_habit_arm_records_the_habit_warm_up_as_its_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake_train(argv: list[str]) -> str:  # train.main's shape: writes the adapter, returns its folder
+        output, phase = Path(argv[argv.index("--output_dir") + 1]), argv[argv.index("--phase") + 1]
+        adapter = output / phase / "adapter"
+        adapter.mkdir(parents=True)
+        (adapter / "adapter_model.safetensors").write_bytes(output.name.encode())
+        (output / phase / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward": 0.5}) + "\n")
+        return str(adapter)
+
+    monkeypatch.setattr(learning_proof.train, "main", fake_train)
+    scale, work = learning_proof.SCALES["quick"], tmp_path / "work"
+    entries = {name: learning_proof.run_arm(learning_proof.ARMS[name], scale, tmp_path, BUILTIN_DATA_DIR, work, 8,
+                                            evaluate=False) for name in ("sft", "sft-habit", "no-penalty-habit")}
+    assert entries["sft"]["adapter_digest"] != entries["sft-habit"]["adapter_digest"]
+    assert entries["no-penalty-habit"]["warm_up_digest"] == entries["sft-habit"]["adapter_digest"]
+
+
+def test_a_warm_up_that_calls_no_tool_stops_only_the_arms_grown_from_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+
+    def fake_arm(arm, scale, model, data, work, seed, evaluate=True):  # run_arm's shape
+        ran.append(arm.name)
+        steps = 0.0 if arm.name == "sft-habit" else 2.5
+        return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
+                "evals": {"heldout": {"accuracy": {"overall": 0.0}, "mean_steps": steps}}}
+
+    monkeypatch.setattr(learning_proof, "run_arm", fake_arm)
+    monkeypatch.setattr(learning_proof, "write_report", lambda *args: None)
+    argv = ["--model", str(tmp_path), "--data-dir", str(BUILTIN_DATA_DIR), "--work", str(tmp_path / "work"),
+            "--results", str(tmp_path / "results.json"), "--report", str(tmp_path / "report.md"),
+            "--arms", "sft", "sft-habit", "easy", "easy-habit", "no-penalty-habit", "no-sft"]
+    assert learning_proof.main(argv) == 1
+    assert ran == ["sft", "sft-habit", "easy", "no-sft"]
+
+
+def test_the_penalty_is_judged_by_the_calls_after_the_episode_with_and_without_it_from_the_habit_warm_up() -> None:
+    def run(arm: str, calls: list[float], held_out_calls: float) -> dict:
+        entry = _grpo_run(arm, 8, 0.5, "1100", zero_share=0.25, reward=0.5)
+        entry["curves"] = [{"reward": 0.5, "episode/post_episode_calls": value} for value in calls]
+        entry["evals"]["heldout"]["post_episode_calls"] = held_out_calls
+        return dict(entry, warm_up_digest="h")
+
+    runs = {"sft-habit/seed8/gpu": dict(run("sft-habit", [], 0.9), curves=[]),
+            "easy-habit/seed8/gpu": run("easy-habit", [1.0] * 10 + [0.4, 0.1] * 10, 0.05),
+            "no-penalty-habit/seed8/gpu": run("no-penalty-habit", [1.0] * 10 + [0.9, 1.1] * 10, 0.8)}
+    training, held_out = (_row(runs, "the post-episode penalty: " + kind) for kind in ("calls", "held-out"))
+    assert training[1].startswith("seed 8: 0.250 vs 1.000 (p=") and training[2] == "fewer with the penalty (one seed)"
+    assert held_out[1:] == ("seed 8: 0.050 vs 0.800", "fewer with the penalty (one seed)")
+    assert [row for row in learning_proof.ablation_rows({"runs": runs}) if "| no-penalty-habit | easy-habit |" in row]
+    # A penalty arm from another warm-up is not compared.
+    runs["no-penalty-habit/seed8/gpu"]["warm_up_digest"] = "other"
+    assert _row(runs, "the post-episode penalty: calls")[1:] == ("not run", "not run")
+
+
+def test_the_report_says_which_pooled_runs_are_shorter_and_which_runs_were_only_trained(tmp_path: Path) -> None:
+    def run(arm: str, seed: int, steps: int, evaluated: bool = True) -> dict:
+        entry = _grpo_run(arm, seed, 0.5, "1100", zero_share=0.25, reward=0.5)
+        entry |= {"curves": entry["curves"][:1] * steps, "seconds": 10.0, "commit": "abc1234", "commands": []}
+        return entry if evaluated else dict(entry, evals={})
+
+    runs = {"mixed/seed0/gpu": run("mixed", 0, 40), "mixed/seed2/gpu": run("mixed", 2, 40),
+            "mixed/seed7/gpu": run("mixed", 7, 30), "easy/seed7/gpu": run("easy", 7, 30, evaluated=False),
+            "easy/seed0/gpu": run("easy", 0, 40)}
+    assert learning_proof.pooled_lengths({"runs": runs}) == ["mixed: 40 (seeds 0, 2), 30 (seed 7)"]
+    learning_proof.write_report({"runs": runs}, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    report = (tmp_path / "report.md").read_text()
+    assert "Pooled runs of different lengths (GRPO steps): mixed: 40 (seeds 0, 2), 30 (seed 7)." in report
+    assert "| easy | 7 | gpu | 30 | - | 10 s (trained only) |" in report
+    assert "| easy | 0 | gpu | 40 | - | 10 s |" in report
