@@ -15,7 +15,7 @@ Every arm is the project's own commands, run in this process (``train.py``, ``py
 - ablations, each against ``easy`` from the same warm-up and the same number of steps: ``ng4`` (4
   generations), ``no-penalty``, ``no-fewshot``, ``no-sft`` (from the base model), and ``mixed-only``
   (easy+medium from the warm-up for the curriculum's easy+mixed steps together);
-- the penalty's own line: ``sft-habit``, a warm-up that keeps calling tools after answering in 30% of its
+- the penalty's own line: ``sft-habit``, a warm-up that keeps calling tools after answering in 60% of its
   oracle episodes (``--sft_never_stop_share``), ``easy-habit`` from it and ``no-penalty-habit`` (the same
   without the penalty): after the plain warm-up no model calls a tool once the episode is over, so the
   penalty has nothing to act on there.
@@ -76,7 +76,10 @@ MAIN_LINE = ("base", "sft", "easy", "mixed")
 # post-episode calls in every training episode of every GRPO arm, 2026-12-01..02), so no-penalty from it would
 # train on exactly the rewards of the full setting. This line starts from a warm-up that learned the first run's
 # habit on a share of its episodes (train.py --sft_never_stop_share), and asks whether the penalty removes it.
-HABIT_SHARE = 0.3
+# More than half: the evals decode greedily, so a habit learned at under 50% would not show on held-out at all;
+# sampled at temperature 1 in training, some of a group's completions stop and some go on, which is what gives the
+# penalty an advantage to act on (a habit every completion has costs the whole group alike and teaches nothing).
+HABIT_SHARE = 0.6
 HABIT_LINE = ("sft-habit", "easy-habit")
 ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only", "no-penalty-habit")
 
