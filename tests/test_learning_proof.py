@@ -104,10 +104,11 @@ def test_quick_smoke_run_on_real_smollm2(smollm2_dir: Path, tmp_path: Path) -> N
 def test_grpo_arms_are_not_run_after_a_warm_up_whose_model_never_calls_a_tool(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[str] = []
+    silent = ["sft"]  # the warm-ups whose model calls no tool
 
     def fake_arm(arm, scale, model, data, work, seed, evaluate=True):  # noqa: ANN001, ANN202 (run_arm's shape)
         ran.append(arm.name)
-        steps = 0.0 if arm.name == "sft" else 2.5
+        steps = 0.0 if arm.name in silent else 2.5
         return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
                 "evals": {"heldout": {"accuracy": {"overall": 0.0}, "mean_steps": steps}}}
 
@@ -120,6 +121,10 @@ def test_grpo_arms_are_not_run_after_a_warm_up_whose_model_never_calls_a_tool(
     saved = json.loads((tmp_path / "results.json").read_text())
     assert list(saved["runs"]) == ["sft/seed0/gpu"]  # the warm-up's own measurement is kept
     assert learning_proof.main([*common, "--arms", "base", "easy"]) == 0 and ran[1:] == ["base", "easy"]
+    # A silent warm-up stops only the arms grown from it.
+    silent[:], ran[:] = ["sft-habit"], []
+    arms = ["sft", "sft-habit", "easy", "easy-habit", "no-penalty-habit", "no-sft"]
+    assert learning_proof.main([*common, "--arms", *arms]) == 1 and ran == ["sft", "sft-habit", "easy", "no-sft"]
 
 
 def test_seeds_run_arm_by_arm_and_a_seed_whose_warm_up_calls_no_tool_gets_no_grpo_arm(
@@ -391,17 +396,19 @@ def test_a_warm_up_digest_is_of_the_weights_alone_and_changes_with_any_of_their_
     assert learning_proof.adapter_digest(adapter) != digest
 
 
+def _fake_train(argv: list[str]) -> str:
+    """train.main's shape: writes an adapter whose weights differ by arm and seed (its output folder), returns it."""
+    output, phase = Path(argv[argv.index("--output_dir") + 1]), argv[argv.index("--phase") + 1]
+    adapter = output / phase / "adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_model.safetensors").write_bytes(output.name.encode())
+    (output / phase / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward": 0.5}) + "\n")
+    return str(adapter)
+
+
 def test_an_arm_records_the_warm_up_it_started_from_and_a_train_only_arm_skips_its_evals(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_train(argv: list[str]) -> str:  # train.main's shape: writes the adapter, returns its folder
-        output, phase = Path(argv[argv.index("--output_dir") + 1]), argv[argv.index("--phase") + 1]
-        adapter = output / phase / "adapter"
-        adapter.mkdir(parents=True)
-        (adapter / "adapter_model.safetensors").write_bytes(phase.encode() + argv[argv.index("--seed") + 1].encode())
-        (output / phase / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward": 0.5}) + "\n")
-        return str(adapter)
-
-    monkeypatch.setattr(learning_proof.train, "main", fake_train)
+    monkeypatch.setattr(learning_proof.train, "main", _fake_train)
     monkeypatch.setattr(learning_proof, "run_eval", lambda *args, **kwargs: pytest.fail("a train-only arm evaluated"))
     scale, work = learning_proof.SCALES["quick"], tmp_path / "work"
     sft = learning_proof.run_arm(learning_proof.ARMS["sft"], scale, tmp_path, BUILTIN_DATA_DIR, work, 3, evaluate=False)
@@ -482,39 +489,12 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
 
 
 def test_a_habit_arm_records_the_habit_warm_up_as_its_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_train(argv: list[str]) -> str:  # train.main's shape: writes the adapter, returns its folder
-        output, phase = Path(argv[argv.index("--output_dir") + 1]), argv[argv.index("--phase") + 1]
-        adapter = output / phase / "adapter"
-        adapter.mkdir(parents=True)
-        (adapter / "adapter_model.safetensors").write_bytes(output.name.encode())
-        (output / phase / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward": 0.5}) + "\n")
-        return str(adapter)
-
-    monkeypatch.setattr(learning_proof.train, "main", fake_train)
+    monkeypatch.setattr(learning_proof.train, "main", _fake_train)
     scale, work = learning_proof.SCALES["quick"], tmp_path / "work"
     entries = {name: learning_proof.run_arm(learning_proof.ARMS[name], scale, tmp_path, BUILTIN_DATA_DIR, work, 8,
                                             evaluate=False) for name in ("sft", "sft-habit", "no-penalty-habit")}
     assert entries["sft"]["adapter_digest"] != entries["sft-habit"]["adapter_digest"]
     assert entries["no-penalty-habit"]["warm_up_digest"] == entries["sft-habit"]["adapter_digest"]
-
-
-def test_a_warm_up_that_calls_no_tool_stops_only_the_arms_grown_from_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ran: list[str] = []
-
-    def fake_arm(arm, scale, model, data, work, seed, evaluate=True):  # run_arm's shape
-        ran.append(arm.name)
-        steps = 0.0 if arm.name == "sft-habit" else 2.5
-        return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
-                "evals": {"heldout": {"accuracy": {"overall": 0.0}, "mean_steps": steps}}}
-
-    monkeypatch.setattr(learning_proof, "run_arm", fake_arm)
-    monkeypatch.setattr(learning_proof, "write_report", lambda *args: None)
-    argv = ["--model", str(tmp_path), "--data-dir", str(BUILTIN_DATA_DIR), "--work", str(tmp_path / "work"),
-            "--results", str(tmp_path / "results.json"), "--report", str(tmp_path / "report.md"),
-            "--arms", "sft", "sft-habit", "easy", "easy-habit", "no-penalty-habit", "no-sft"]
-    assert learning_proof.main(argv) == 1
-    assert ran == ["sft", "sft-habit", "easy", "no-sft"]
 
 
 def test_the_penalty_is_judged_by_the_calls_after_the_episode_with_and_without_it_from_the_habit_warm_up() -> None:
