@@ -80,7 +80,6 @@ MAIN_LINE = ("base", "sft", "easy", "mixed")
 # sampled at temperature 1 in training, some of a group's completions stop and some go on, which is what gives the
 # penalty an advantage to act on (a habit every completion has costs the whole group alike and teaches nothing).
 HABIT_SHARE = 0.6
-HABIT_LINE = ("sft-habit", "easy-habit")
 ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only", "no-penalty-habit")
 
 # ---------------------------------------------------------------------------------------------- scale
