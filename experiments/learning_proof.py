@@ -33,8 +33,8 @@ seed's easy phase, ...), one GPU process at a time: on the H200, three warm-ups'
 (614 questions) played 0.9-1.4 questions a second each; one eval alone played 4.5 a second. Invocations
 that do run side by side (each with its own ``--results`` file, sharing ``--work``) are gathered with
 ``--merge results-*.json`` (an arm measured again replaces its entry; the earlier one moves to
-``superseded``). A seed whose ``sft`` warm-up made no tool call in any held-out episode gets no later arms:
-GRPO from it would see only zero rewards.
+``superseded``). When a seed's warm-up (``sft`` or ``sft-habit``) made no tool call in any held-out episode,
+the arms grown from it are not run for that seed: GRPO from it would see only zero rewards.
 
 Each entry records a digest of its adapter's weights and of the warm-up it descends from; two arms of a seed
 are compared (question by question, as an ablation, as a gain over the warm-up) only when their warm-up digests
