@@ -277,11 +277,16 @@ def eval_argv(checkpoint: Path, data: Path, split: str, out: Path, scale: Scale,
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
     """What the report shows of one eval: accuracy by hardness and the protocol numbers, overall, and each scored
     question's outcome (a "1"/"0" string in the split's order, with a digest of which questions those are), so that
-    two arms can be compared question by question after the GPU machine and its eval folders are gone."""
+    two arms can be compared question by question after the GPU machine and its eval folders are gone. Whether each
+    episode answered, and how many calls it made after the episode (one digit, 9 for 9 or more), are kept the same
+    way: a change in answering or in the habit can then be traced to the questions it happened on."""
     overall = report["by_hardness"]["overall"]
     scored = [question for question in report["questions"] if question["skip_reason"] is None]
     return {
         "outcomes": "".join("1" if question["correct"] else "0" for question in scored),
+        "answered_outcomes": "".join("1" if question.get("answered") else "0" for question in scored),
+        "post_episode_calls_by_question": "".join(str(min(question.get("post_episode_calls", 0), 9))
+                                                  for question in scored),
         "questions_digest": questions_digest(scored),
         "accuracy": {group: report["by_hardness"][group]["accuracy"] for group in HARDNESS},
         # by the exact text asked for, without the relaxed matching (None in reports from before it was measured)
