@@ -284,9 +284,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     scored = [question for question in report["questions"] if question["skip_reason"] is None]
     return {
         "outcomes": "".join("1" if question["correct"] else "0" for question in scored),
-        "answered_outcomes": "".join("1" if question.get("answered") else "0" for question in scored),
-        "post_episode_calls_by_question": "".join(str(min(question.get("post_episode_calls", 0), 9))
-                                                  for question in scored),
+        "answered_outcomes": "".join("1" if question["answered"] else "0" for question in scored),
+        "post_episode_calls_by_question": "".join(str(min(question["post_episode_calls"], 9)) for question in scored),
         "questions_digest": questions_digest(scored),
         "accuracy": {group: report["by_hardness"][group]["accuracy"] for group in HARDNESS},
         # by the exact text asked for, without the relaxed matching (None in reports from before it was measured)
