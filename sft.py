@@ -46,7 +46,7 @@ from chat_format import masked_chat_template, tool_token_ids
 from fewshot import FewShotPrompt, build_fewshot_prompt
 from models import save_tool_token_rows
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
-from spider_data import SpiderExample, load_split, to_grpo_rows
+from spider_data import SpiderExample, load_split, spread_sample, to_grpo_rows
 
 PHASE_NAME = "sft"
 ADAPTER_DIRNAME = "adapter"
@@ -353,8 +353,7 @@ def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -
     saved_dir = out_dir / (MODEL_DIRNAME if agent.sft_full_finetune else ADAPTER_DIRNAME)
     split = load_split(agent.data_dir, "train", hardness=agent.sft_hardness)
     usable = [example for example in split.usable() if example.gold_row_count <= agent.max_gold_rows]
-    if agent.max_questions is not None:
-        usable = usable[: agent.max_questions]
+    usable = spread_sample(usable, agent.max_questions)
     if not usable:
         raise ValueError(f"no usable {'+'.join(agent.sft_hardness)} training questions in {agent.data_dir}:\n"
                          f"{split.summary()}")

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -24,6 +24,8 @@ from agent_env import MAX_ANSWER_CHARS, SYSTEM_PROMPT
 from sql_structure import Hardness, SQLStructureError, classify_hardness
 from sqlite_readonly import DatabaseError, ReadOnlyDatabase
 from verifier import format_answer
+
+T = TypeVar("T")
 
 BUILTIN_DATA_DIR = Path(__file__).resolve().parent / "data" / "builtin"
 SPLIT_FILES = {"train": "train_spider.json", "dev": "dev.json"}
@@ -281,6 +283,15 @@ def load_split(
 
 
 # --- trainer rows ----------------------------------------------------------------------------
+
+
+def spread_sample(examples: Sequence[T], count: int | None) -> list[T]:
+    """At most ``count`` of ``examples``, evenly spaced through them (all of them for None). Spider's files group
+    questions by database, so the first ``count`` would come from a handful of databases; evenly spaced picks keep
+    every database's share, in the original order."""
+    if count is None or count >= len(examples):
+        return list(examples)
+    return [examples[index * len(examples) // count] for index in range(count)]
 
 
 def to_grpo_rows(examples: Iterable[SpiderExample], system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, Any]]:

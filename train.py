@@ -56,6 +56,7 @@ from datasets import Dataset  # noqa: E402
 from transformers import StoppingCriteria, StoppingCriteriaList, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer, TrlParser  # noqa: E402
 
+import generation  # noqa: E402
 import models  # noqa: E402
 import sft  # noqa: E402
 from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SYSTEM_PROMPT, SQLEnv, max_tool_calls  # noqa: E402
@@ -66,7 +67,7 @@ from chat_format import (  # noqa: E402
     install_stop_rule,
 )
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
-from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, to_grpo_rows  # noqa: E402
+from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, spread_sample, to_grpo_rows  # noqa: E402
 from training_logs import RolloutLogger, plot_training_curves, run_summary, start_gpu_memory_accounting  # noqa: E402
 
 REPO_DIR = Path(__file__).resolve().parent
@@ -133,6 +134,12 @@ class AgentConfig:
         metadata={"help": "--backend unsloth: replay decode steps with CUDA graphs for Qwen2 models too "
                           "(Unsloth does it for Llama and Qwen3 only)."},
     )
+    grouped_decode_attention: bool = field(
+        default=True,
+        metadata={"help": "--backend unsloth: a batched decode step's attention as grouped matrix products that read "
+                          "the KV cache once (generation.py), instead of Unsloth's SDPA call, which falls back to "
+                          "PyTorch's math kernel for padded grouped-query batches."},
+    )
     generation_mode_per_rollout: bool = field(
         default=False,
         metadata={"help": "Enter generation mode once per rollout instead of once per tool-loop turn (Unsloth "
@@ -157,7 +164,11 @@ class AgentConfig:
         default=20,
         metadata={"help": "Skip questions whose gold result has more rows than this (the query tool shows 20)."},
     )
-    max_questions: int | None = field(default=None, metadata={"help": "Train on at most this many questions."})
+    max_questions: int | None = field(
+        default=None,
+        metadata={"help": "Train on at most this many questions, evenly spaced through the data (every database keeps "
+                          "its share)."},
+    )
     fewshot_examples: int = field(default=2, metadata={"help": "Example trajectories in the system prompt (0-2)."})
     fewshot_retire_after_epochs: float = field(
         default=1.0,
@@ -496,8 +507,7 @@ def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> 
     usable = [example for example in all_usable if example.gold_row_count <= agent.max_gold_rows]
     fewshot = build_fewshot_prompt(all_usable, fewshot_examples)
     training = [example for example in usable if example.question not in fewshot.example_questions]
-    if agent.max_questions is not None:
-        training = training[: agent.max_questions]
+    training = spread_sample(training, agent.max_questions)
     if not training:
         raise ValueError(f"no usable {'+'.join(phase.hardness)} questions in {agent.data_dir}:\n{summary}")
     summary += f"\n  training on {len(training)} questions (gold of at most {agent.max_gold_rows} rows"
@@ -562,6 +572,10 @@ def load_model(
             dtype=None, local_files_only=local, fast_inference=agent.fast_inference, full_finetuning=not with_lora,
         )
         models.allow_unsloth_decode_graphs(model.config.model_type, agent.decode_graphs)
+        if agent.grouped_decode_attention:
+            generation.install_grouped_decode_attention()
+        else:
+            generation.uninstall_grouped_decode_attention()
         if not with_lora:
             return model, tokenizer
         model = FastLanguageModel.get_peft_model(

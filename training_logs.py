@@ -94,22 +94,29 @@ class GenerationTimes:
     calls: int = 0
     seconds: float = 0.0
     tokens: int = 0
+    row_steps: int = 0  # rows x decode steps of each call: a row that ended its turn still rides along
     longest_turn: int = 0
+    episodes: int = 0
 
     def add(self, seconds: float, turn_lengths: list[int]) -> None:
         self.calls += 1
         self.seconds += seconds
         self.tokens += sum(turn_lengths)
+        self.row_steps += len(turn_lengths) * max(turn_lengths, default=0)
         self.longest_turn = max(self.longest_turn, max(turn_lengths, default=0))
 
     def per_step(self, steps: int, step_time: float | None) -> dict[str, float]:
-        """Averages per optimizer step (a log line may cover several), and the share of the step generating."""
-        if not self.calls:
-            return {}
-        metrics = {"rollout/generation_calls": self.calls / steps, "rollout/generation_s": self.seconds / steps,
-                   "rollout/generated_tokens": self.tokens / steps, "rollout/longest_turn_tokens": self.longest_turn}
-        if step_time:
-            metrics["rollout/generation_share"] = min(1.0, self.seconds / steps / step_time)
+        """Averages per optimizer step (a log line may cover several), the share of the step generating, the
+        share of decode row-steps spent on rows that had already ended their turn, and episodes per second."""
+        metrics: dict[str, float] = {}
+        if self.calls:
+            metrics = {"rollout/generation_calls": self.calls / steps, "rollout/generation_s": self.seconds / steps,
+                       "rollout/generated_tokens": self.tokens / steps, "rollout/longest_turn_tokens": self.longest_turn,
+                       "rollout/ended_row_share": 1 - self.tokens / self.row_steps if self.row_steps else 0.0}
+            if step_time:
+                metrics["rollout/generation_share"] = min(1.0, self.seconds / steps / step_time)
+        if step_time and self.episodes:
+            metrics["rollout/episodes_per_s"] = self.episodes / steps / step_time
         return metrics
 
 
@@ -151,6 +158,7 @@ class RolloutLogger(TrainerCallback):
         calls = sum(episode.in_episode_steps for episode in episodes) + unknown
         failed = sum(episode.tool_errors for episode in episodes) + unknown
         self.totals.add(episodes, unknown)
+        self._generation.episodes += len(episodes)
         log_metric("episode/accuracy", _mean([float(episode.is_correct) for episode in episodes]))
         log_metric("episode/accuracy_exact_text", _mean([float(episode.is_exact_text) for episode in episodes]))
         log_metric("episode/answered", _mean([float(episode.answer is not None) for episode in episodes]))

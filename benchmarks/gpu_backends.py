@@ -44,22 +44,27 @@ sys.path.insert(0, str(REPO_DIR))  # train.py, models.py and the rest, from any 
 MEMORY_SEARCH_GENERATIONS = (6, 8, 12, 16)
 MEMORY_SEARCH_COMPLETION_LENGTHS = (512, 1024)
 UNCAPPED = ["--cap_turns_at_budget", "false"]  # the variants measured before the cap existed keep their meaning
+SDPA = ["--grouped_decode_attention", "false"]  # ... and before generation.py's decode attention existed
 VARIANTS: dict[str, list[str]] = {
-    "before": ["--stop_at_tool_call", "false", "--decode_graphs", "false", *UNCAPPED],
-    "stop": ["--stop_at_tool_call", "true", "--decode_graphs", "false", *UNCAPPED],
-    "stop+graphs": ["--stop_at_tool_call", "true", "--decode_graphs", "true", *UNCAPPED],
+    "before": ["--stop_at_tool_call", "false", "--decode_graphs", "false", *UNCAPPED, *SDPA],
+    "stop": ["--stop_at_tool_call", "true", "--decode_graphs", "false", *UNCAPPED, *SDPA],
+    "stop+graphs": ["--stop_at_tool_call", "true", "--decode_graphs", "true", *UNCAPPED, *SDPA],
     # One generation mode per rollout: Unsloth keeps its decode buffers and graphs across the tool loop's turns.
     "stop+graphs+rollout": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
-                            "--generation_mode_per_rollout", "true", *UNCAPPED],
+                            "--generation_mode_per_rollout", "true", *UNCAPPED, *SDPA],
     # Tool-loop turns decode at most what their episodes have left (train.py's default since 2026-12-02): each
     # call to its rows' largest budget, and since commit 9374b27 each row stopped at its own.
     # Plain TRL has no decode graphs: its like-for-like row against stop+graphs+cap.
     "stop+cap": ["--stop_at_tool_call", "true", "--decode_graphs", "false", "--cap_turns_at_budget", "true"],
-    "stop+graphs+cap": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget", "true"],
+    "stop+graphs+cap": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget", "true",
+                        *SDPA],
     # And every turn capped at 256 new tokens, the learning proof's per-turn cap in eval (changes what a turn
     # that runs on is trained on: less of it).
     "stop+graphs+cap+turn256": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget",
-                                "true", "--max_turn_tokens", "256"],
+                                "true", "--max_turn_tokens", "256", *SDPA],
+    # train.py's defaults since 2026-12-03: the decode step's attention as grouped products (generation.py).
+    "stop+graphs+cap+grouped": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget",
+                                "true", "--grouped_decode_attention", "true"],
 }
 
 
@@ -242,9 +247,24 @@ def greedy_graphs_check(trainer: Any, batch: int = 4, new_tokens: int = 96) -> d
             "graphs_s": round(seconds[True], 3), **{f"graphs_{k}": v for k, v in decode_graph_stats(trainer.model).items()}}
 
 
+def batch_flags(prompts_per_step: int, num_generations: int, micro_batch: int | None) -> list[str]:
+    """train.py flags for one optimizer step on ``prompts_per_step`` prompt groups, generated in one batch. Without
+    ``micro_batch``: every group in one micro-batch (as this benchmark always ran); with it, micro-batches of that
+    many completions, accumulated (TRL generates the whole step's batch at once either way)."""
+    episodes = prompts_per_step * num_generations
+    if micro_batch is None:
+        return ["--per_device_train_batch_size", str(prompts_per_step),
+                "--gradient_accumulation_steps", str(num_generations)]
+    if episodes % micro_batch:
+        raise ValueError(f"--micro-batch {micro_batch} must divide the step's {episodes} episodes")
+    return ["--per_device_train_batch_size", str(micro_batch),
+            "--gradient_accumulation_steps", str(episodes // micro_batch)]
+
+
 def measure_variant(backend: str, model: str, variant: str, steps: int, num_generations: int,
                     max_completion_length: int, data_dir: str | None,
-                    start_adapter: str | None = None, prompts_per_step: int = 1) -> dict[str, Any]:
+                    start_adapter: str | None = None, prompts_per_step: int = 1,
+                    micro_batch: int | None = None) -> dict[str, Any]:
     """A few GRPO steps of train.main with one variant's flags, profiled."""
     import torch
 
@@ -256,7 +276,7 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
     argv = [
         "--backend", backend, "--model", model, "--output_dir", out_dir, "--phase", "easy",
         "--max_steps", str(steps), "--num_generations", str(num_generations),
-        "--per_device_train_batch_size", str(prompts_per_step), "--gradient_accumulation_steps", str(num_generations),
+        *batch_flags(prompts_per_step, num_generations, micro_batch),
         "--max_completion_length", str(max_completion_length), "--save_strategy", "no", "--report_to", "none",
         "--max_questions", str(steps * prompts_per_step + 2), *VARIANTS[variant],
     ]
@@ -281,7 +301,8 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         "backend": backend, "variant": variant, "model": model, "start_adapter": start_adapter,
         "num_generations": num_generations, "prompts_per_step": prompts_per_step,
         "max_completion_length": max_completion_length, "steps": len(step_times),
-        "median_step_s": round(median_step, 2),
+        "micro_batch": micro_batch, "median_step_s": round(median_step, 2),
+        "episodes_per_s": round(prompts_per_step * num_generations / median_step, 2) if median_step else None,
         "generation_s_per_step": round(generation_per_step, 2),
         "generation_share": round(generation_per_step / median_step, 3) if median_step else None,
         "environment_s_per_step": round(env_seconds / max(1, len(step_times)), 4),
@@ -292,6 +313,9 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
                                         / max(1e-9, sum(call["seconds"] for call in warm)), 1),
         "decode_steps_per_s": round(sum(call["new_tokens_max"] for call in warm)
                                     / max(1e-9, sum(call["seconds"] for call in warm)), 1),
+        # rows x decode steps of every call against the tokens kept: rows that ended their turn still ride along
+        "ended_row_share": round(1 - sum(call["new_tokens_sum"] for call in warm)
+                                 / max(1, sum(call["batch"] * call["new_tokens_max"] for call in warm)), 3),
         "mean_completion_tokens": round(statistics.fmean(
             entry["completions/mean_length"] for entry in history if "completions/mean_length" in entry), 1),
         "reward_mean": round(statistics.fmean(entry["reward"] for entry in history if "reward" in entry), 3),
@@ -331,7 +355,9 @@ def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], 
     """The variants of one backend in a fresh Python process; a crash becomes a row saying so."""
     command = [sys.executable, __file__, "--child", backend, "--model", arguments.model, "--steps",
                str(arguments.steps), "--num-generations", str(num_generations), "--max-completion-length",
-               str(length), "--prompts-per-step", str(arguments.prompts_per_step), "--variants", *variants]
+               str(length), "--prompts-per-step", *map(str, arguments.prompts_per_step), "--variants", *variants]
+    if arguments.micro_batch:
+        command += ["--micro-batch", str(arguments.micro_batch)]
     if arguments.data_dir:
         command += ["--data-dir", arguments.data_dir]
     if arguments.start_adapter:
@@ -355,7 +381,8 @@ def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], 
     return rows
 
 
-TABLE_COLUMNS = ["backend", "variant", "num_generations", "max_completion_length", "median_step_s",
+TABLE_COLUMNS = ["backend", "variant", "prompts_per_step", "num_generations", "max_completion_length", "median_step_s",
+                 "episodes_per_s", "ended_row_share",
                  "generation_share", "generated_tokens_per_s", "decode_steps_per_s", "tool_loop_vs_single_turn",
                  "generation_calls_per_step", "call_fixed_s", "decode_ms_per_step", "tool_calls_per_step",
                  "mean_completion_tokens", "environment_share", "reward_mean", "peak_reserved_gib", "error"]
@@ -378,8 +405,12 @@ def main() -> None:
                         help="variants for the plain backend (default: --variants)")
     parser.add_argument("--num-generations", type=int, default=6)
     parser.add_argument("--max-completion-length", type=int, default=512)
-    parser.add_argument("--prompts-per-step", type=int, default=1,
-                        help="prompt groups a step (the learning proof takes 4: 24 episodes with 6 generations)")
+    parser.add_argument("--prompts-per-step", type=int, nargs="+", default=[1],
+                        help="prompt groups a step (the learning proof takes 4: 24 episodes with 6 generations); "
+                             "several: each variant at each, in one process")
+    parser.add_argument("--micro-batch", type=int, default=None,
+                        help="completions a training micro-batch (default: the step's prompt groups, one micro-batch "
+                             "per generation); the step still generates all its episodes in one batch")
     parser.add_argument("--data-dir", default=None, help="Spider-format folder (default: the built-in data)")
     parser.add_argument("--start-adapter", default=None,
                         help="a warm-up adapter (train.py --phase sft) to start from: its model calls tools")
@@ -393,13 +424,15 @@ def main() -> None:
 
     if arguments.child:
         for variant in arguments.variants:
-            try:
-                row = measure_variant(arguments.child, arguments.model, variant, arguments.steps,
-                                      arguments.num_generations, arguments.max_completion_length, arguments.data_dir,
-                                      arguments.start_adapter, arguments.prompts_per_step)
-            except Exception as error:  # one failing variant must not hide the others' numbers
-                row = {"backend": arguments.child, "variant": variant, "error": f"{type(error).__name__}: {error}"}
-            print("BENCH_RESULT " + json.dumps(row), flush=True)
+            for prompts in arguments.prompts_per_step:
+                try:
+                    row = measure_variant(arguments.child, arguments.model, variant, arguments.steps,
+                                          arguments.num_generations, arguments.max_completion_length,
+                                          arguments.data_dir, arguments.start_adapter, prompts, arguments.micro_batch)
+                except Exception as error:  # one failing variant must not hide the others' numbers
+                    row = {"backend": arguments.child, "variant": variant, "prompts_per_step": prompts,
+                           "error": f"{type(error).__name__}: {error}"}
+                print("BENCH_RESULT " + json.dumps(row), flush=True)
         return
     if not Path(arguments.model).is_dir():
         parser.error(f"--model {arguments.model} is not a folder; make one with: python models.py fetch NAME --out DIR "

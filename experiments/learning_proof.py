@@ -109,6 +109,9 @@ class Scale:
     eval_max_new_tokens: int
     # python -m eval's --generation: padded (one call a turn, every measured run so far) or rounds.
     eval_generation: str = "padded"
+    # Questions a GRPO phase draws from the training part (--max_questions; None: all of them).
+    easy_questions: int | None = None
+    mixed_questions: int | None = None
 
 
 SCALES = {
@@ -116,6 +119,12 @@ SCALES = {
                  easy_steps=100, mixed_steps=100, grpo_learning_rate=2e-5, grpo_prompts_per_step=4,
                  max_completion_length=512, eval_train_easy_limit=200, eval_heldout_limit=None,
                  eval_max_new_tokens=256),
+    # The plan's epochs: 1 epoch of 435 easy questions, then 2 of 467 easy+medium, 16 prompt groups (96 episodes) a
+    # step: 28 + 59 steps, 8,352 episodes. Its runs are kept apart from the gpu scale's (their key names the scale).
+    "epoch": Scale(name="epoch", sft_questions=600, sft_epochs=1, sft_batch_size=8, sft_learning_rate=1e-3,
+                   easy_steps=28, mixed_steps=59, grpo_learning_rate=2e-5, grpo_prompts_per_step=16,
+                   max_completion_length=512, eval_train_easy_limit=200, eval_heldout_limit=None,
+                   eval_max_new_tokens=256, eval_generation="rounds", easy_questions=435, mixed_questions=467),
     "quick": Scale(name="quick", sft_questions=4, sft_epochs=1, sft_batch_size=2, sft_learning_rate=1e-3,
                    easy_steps=1, mixed_steps=1, grpo_learning_rate=1e-5, grpo_prompts_per_step=1,
                    max_completion_length=96, eval_train_easy_limit=2, eval_heldout_limit=2, eval_max_new_tokens=48),
@@ -247,6 +256,9 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
     argv = ["--phase", str(arm.phase), *common, "--max_steps", str(steps_for(arm, scale)),
             "--learning_rate", str(scale.grpo_learning_rate), "--warmup_steps", "5",
             "--max_completion_length", str(scale.max_completion_length), "--save_steps", "50"]
+    questions = scale.mixed_questions if arm.phase == "mixed" else scale.easy_questions
+    if questions is not None:
+        argv += ["--max_questions", str(questions)]
     argv += [*arm.flags, *group_argv(arm, scale)]
     if arm.start_from is not None:
         start = adapter_of(work, arm.start_from, seed)

@@ -7,6 +7,8 @@
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn;
 #                  PROMPTS=4: the learning proof's 24-episode steps; TVARIANTS: plain TRL's variants;
 #                  BENCH_OUT=NAME: NAME.json and NAME.log, so two benches in one session keep both)
+#   decode ARGS...  benchmarks/decode_step.py ARGS (a decode step's cost by batch and attention core); figures to $OUT
+#   bg NAME STAGE ARGS...  any stage in the background as run NAME (a `then` can wait on it); returns at once
 #   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
 #                  one after the other in one process (benchmarks/eval_generation.py); figures to $OUT
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
@@ -15,7 +17,7 @@
 #                  by arm, one GPU process at a time): side by side, three evals ran 3-5x slower each than alone
 #   after NAME ADAPTER  in the background, once run NAME ends: the built-in dev eval of ADAPTER, the 1.7B-shaped
 #                  6 x 1024 memory step (random weights) and eval-modes of ADAPTER; figures in /tmp/lp/extras
-#   then NAME STAGE ARGS...  in the background, once run NAME ends: any stage above (with this call's environment),
+#   then NAMES STAGE ARGS...  in the background, once the runs NAMES ("a b": each of them) end: any stage above (with this call's environment),
 #                  its files to /tmp/lp/extras (e.g. START_ADAPTER=DIR bash $0 then line2 bench); it is run
 #                  then-STAGE (or AS), which a later `then` can wait on
 #   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results, logs and
@@ -61,8 +63,10 @@ collect() {  # background runs' progress, logs, results and per-step metrics to 
   cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
   if [ -d /tmp/lp/extras ]; then tar czf "$out/extras.tgz" -C /tmp/lp extras; fi
 }
-until_ended() {  # the shell loop that waits while background run NAME is alive
-  echo "while kill -0 \$(cat /tmp/lp/$1.pid) 2>/dev/null; do sleep 5; done"
+until_ended() {  # the shell loops that wait while background runs NAMES ("a b") are alive
+  local loops=() name
+  for name in $1; do loops+=("while kill -0 \$(cat /tmp/lp/$name.pid) 2>/dev/null; do sleep 5; done"); done
+  local IFS=";"; echo "${loops[*]}"
 }
 queue_behind() {  # queue_behind NAME AS SCRIPT: once run NAME ends, SCRIPT in the background as run AS
   mkdir -p /tmp/lp/extras
@@ -91,10 +95,21 @@ case "$stage" in
     python3 benchmarks/gpu_backends.py --model /tmp/qc --backends ${BACKENDS:-unsloth transformers} \
       --variants ${VARIANTS:-before stop stop+graphs} --transformers-variants ${TVARIANTS:-stop} --steps "${STEPS:-3}" \
       ${START_ADAPTER:+--start-adapter "$START_ADAPTER"} ${DATA_DIR:+--data-dir "$DATA_DIR"} \
-      ${PROMPTS:+--prompts-per-step "$PROMPTS"} \
+      ${PROMPTS:+--prompts-per-step $PROMPTS} ${MICRO_BATCH:+--micro-batch "$MICRO_BATCH"} \
       --out "$out/${BENCH_OUT:-multiturn}.json" > "$out/${BENCH_OUT:-multiturn}.log" 2>&1 \
       || echo "gpu_backends.py exited with $?"
     tail -c 6000 "$out/${BENCH_OUT:-multiturn}.log"
+    ;;
+  decode)
+    python3 benchmarks/decode_step.py "$@" --out "$out/decode_step.json" > "$out/decode_step.log" 2>&1 \
+      || echo "decode_step.py exited with $?"
+    grep -vE "^\{" "$out/decode_step.log" | tail -60
+    ;;
+  bg)
+    name=$1; shift
+    mkdir -p /tmp/lp/extras
+    OUT=/tmp/lp/extras setsid nohup bash "$0" "$@" > "/tmp/lp/$name.log" 2>&1 &
+    echo $! > "/tmp/lp/$name.pid"; echo "started $name: $* (pid $!)"
     ;;
   eval-modes)
     # One process, the model loaded once under Unsloth: the held-out eval with one padded call a turn, then in

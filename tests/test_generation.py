@@ -1,0 +1,100 @@
+"""generation.py: the grouped decode attention computes what attention computes, for any batch and padding."""
+
+from __future__ import annotations
+
+import math
+import types
+
+import pytest
+import torch
+
+import generation
+
+
+def decode_layer(bsz: int, n_heads: int, n_kv_heads: int, head_dim: int, kv_len: int, rows: int, dtype: torch.dtype,
+                 seed: int) -> tuple[types.SimpleNamespace, torch.Tensor]:
+    """An attention module as Unsloth's decode step leaves it: a [rows, 2, bsz, kv_heads, head_dim] cache filled up
+    to kv_len (the rest garbage), a scores buffer of ``rows`` columns, and the step's query in its buffer."""
+    generator = torch.Generator().manual_seed(seed)
+    paged = torch.randn(rows, 2, bsz, n_kv_heads, head_dim, generator=generator).to(dtype)
+    paged[kv_len:] = float("nan")  # rows past the true length must never be read
+    temp_qa = torch.randn(2, bsz, 1, n_heads * head_dim, generator=generator).to(dtype)
+    query = temp_qa[0].view(bsz, 1, n_heads, head_dim).transpose(1, 2)  # how Unsloth views Q: [bsz, heads, 1, d]
+    attn = types.SimpleNamespace(
+        config=types.SimpleNamespace(sliding_window=None), paged_attention_K=paged[:, 0], paged_attention_V=paged[:, 1],
+        attention=torch.empty(bsz, n_heads, 1, rows, dtype=dtype), scalar=1 / math.sqrt(head_dim))
+    return attn, query
+
+
+def reference(attn: types.SimpleNamespace, query: torch.Tensor, kv_len: int, keep: torch.Tensor | None) -> torch.Tensor:
+    """Plain attention in float64, every KV head repeated for its query heads."""
+    K = attn.paged_attention_K[:kv_len].permute(1, 2, 0, 3).double()
+    V = attn.paged_attention_V[:kv_len].permute(1, 2, 0, 3).double()
+    groups = query.shape[1] // K.shape[1]
+    K, V = K.repeat_interleave(groups, dim=1), V.repeat_interleave(groups, dim=1)
+    scores = query.double() @ K.transpose(2, 3) * attn.scalar
+    if keep is not None:
+        scores = scores.masked_fill(~keep, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ V
+
+
+@pytest.mark.parametrize("bsz, n_heads, n_kv_heads, head_dim, kv_len", [
+    (6, 14, 2, 64, 37),     # Qwen2.5-0.5B's heads; a length that is not a multiple of 8
+    (5, 16, 8, 128, 64),    # Qwen3-1.7B's heads
+    (1, 14, 2, 64, 20),     # one row
+])
+@pytest.mark.parametrize("padded", [False, True])
+def test_grouped_decode_attention_matches_attention(bsz: int, n_heads: int, n_kv_heads: int, head_dim: int,
+                                                    kv_len: int, padded: bool) -> None:
+    attn, query = decode_layer(bsz, n_heads, n_kv_heads, head_dim, kv_len, rows=kv_len + 11, dtype=torch.float32,
+                               seed=kv_len)
+    keep = None
+    if padded:  # left padding: row r starts r tokens late (TRL pads a call's prompts to the longest)
+        keep = torch.ones(bsz, 1, 1, kv_len, dtype=torch.bool)
+        for row in range(bsz):
+            keep[row, ..., :row] = False
+    expected = reference(attn, query, kv_len, keep)
+    out, K, V = generation.grouped_decode_attention(attn, query, kv_len, keep, bsz, True)
+    assert out.shape == (bsz, n_heads, 1, head_dim)
+    assert out.data_ptr() == query.data_ptr()  # written into the query's buffer, which the graph segments read
+    assert K.shape == V.shape == (bsz, n_kv_heads, kv_len, head_dim)
+    error = (out.double() - expected).norm() / expected.norm()
+    assert error < 1e-5, error
+
+
+def test_grouped_decode_attention_in_bf16_stays_within_bf16_rounding() -> None:
+    attn, query = decode_layer(8, 14, 2, 64, 300, rows=512, dtype=torch.bfloat16, seed=1)
+    keep = torch.ones(8, 1, 1, 300, dtype=torch.bool)
+    keep[3, ..., :120] = False
+    expected = reference(attn, query, 300, keep)
+    out, _, _ = generation.grouped_decode_attention(attn, query, 300, keep, 8, True)
+    error = (out.double() - expected).norm() / expected.norm()
+    assert error < 1e-2, error
+    assert not out.isnan().any()
+
+
+@pytest.mark.parametrize("mask_form", ["additive", "two_d"])
+def test_grouped_decode_attention_reads_every_mask_form(mask_form: str) -> None:
+    """Unsloth's eager path can hand an additive float mask (0 = keep) or the 2-D 0/1 mask of generate()."""
+    bsz, kv_len = 3, 16
+    keep = torch.ones(bsz, 1, 1, kv_len, dtype=torch.bool)
+    keep[1, ..., :5] = False
+    attn, query = decode_layer(bsz, 4, 2, 8, kv_len, rows=kv_len, dtype=torch.float32, seed=3)
+    expected = reference(attn, query, kv_len, keep)
+    if mask_form == "additive":
+        mask = torch.zeros(bsz, 1, 1, kv_len).masked_fill(~keep, torch.finfo(torch.float32).min)
+    else:
+        mask = keep[:, 0, 0, :].long()
+    out, _, _ = generation.grouped_decode_attention(attn, query, kv_len, mask, bsz, True)
+    assert torch.allclose(out.double(), expected, atol=1e-5)
+
+
+def test_install_without_unsloths_gpu_path_changes_nothing() -> None:
+    """On a machine where Unsloth's GPU modules cannot load (no triton: this CPU machine) install says so."""
+    try:
+        from unsloth.models import llama  # noqa: F401
+    except Exception:
+        assert generation.install_grouped_decode_attention() is False
+        generation.uninstall_grouped_decode_attention()  # and undoing nothing is no error
+    else:
+        pytest.skip("Unsloth's GPU path loads here; the install is exercised by benchmarks/decode_step.py")
