@@ -5,16 +5,19 @@
 The decode attention: Unsloth's graphed decode step runs each layer's attention eagerly between its captured
 segments (``unsloth.models.llama._decode_attention_core``). For a batch of more than one row it calls SDPA with
 grouped-query heads (``enable_gqa=True``) and, as soon as the rows' prompts differ in length (TRL left-pads them),
-a boolean padding mask. No fused SDPA kernel takes both, so PyTorch falls back to its math kernel, which repeats
-every KV head for its query heads (7x the cache of Qwen2.5-0.5B) and works in float32: the step grows with the
-batch far above the cost of reading the cache once. Qwen3's step (``sdpa_gqa_with_batch_mask=False``) expands
-K and V to every head itself, the same copies.
+a boolean padding mask. PyTorch would pick cuDNN for that call (``torch._fused_sdp_choice``), but Unsloth keeps
+decode calls off cuDNN on Hopper (``unsloth/utils/attention_dispatch.py``), and what runs is PyTorch's math path
+(the profile of 96 padded rows: elementwise casts and float32 matrix-vector kernels, 3/4 of the decode time), which
+repeats every KV head for its query heads and works in float32, so the step grows with the batch: 7.9 ms at 6 rows, 50.5 ms at 96 (random-weight Qwen2.5-0.5B, prompts of
+700-1,300 tokens, H200, 2026-12-03; ``benchmarks/decode_step.py``). Qwen3's step (``sdpa_gqa_with_batch_mask=False``)
+expands K and V to every head itself, the same copies.
 
 ``grouped_decode_attention`` computes the same softmax(QK^T)V the way Unsloth's batch-of-one step does: the query
 heads of one KV head read that head in place, as one strided batched matrix product over the whole batch; the
-padding mask is applied to the scores and the softmax runs in float32. It reads the cache once, whatever the
-batch; nothing is repeated or cast. Its result lands in the query's own buffer, which the graph segments read as
-they read the batch-of-one result.
+padding mask is applied to the scores and the softmax runs in float32. It reads the cache once, whatever the batch:
+9.4 ms at 6 padded rows, 13.8 ms at 96 (3.7x faster there). Its result lands in the query's own buffer, which the
+graph segments read as they read the batch-of-one result. An unpadded batch keeps Unsloth's call, whose fused SDPA
+kernel is faster there (``decode_attention_core``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,24 @@ from typing import Any
 import torch
 
 _ORIGINAL_CORE = "_spider_grpo_original_decode_attention_core"
+
+
+def decode_attention_core(
+    attn: Any, Qn: torch.Tensor, kv_seq_len: int, attention_mask: torch.Tensor | None, bsz: int,
+    sdpa_gqa_with_batch_mask: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """What the installed decode step runs: the grouped products for a padded batch; Unsloth's SDPA call when the
+    rows have no padding (no mask: PyTorch's fused kernel takes it, 11.3 against 13.3 ms a step at 96 rows on the
+    H200, benchmarks/decode_step.py). Either way the result lands in the query's buffer, so a graph captured on one
+    kind of call replays right on the other."""
+    if attention_mask is None:
+        from unsloth.models import llama
+
+        A, K, V = getattr(llama, _ORIGINAL_CORE)(attn, Qn, kv_seq_len, None, bsz, sdpa_gqa_with_batch_mask)
+        if A.data_ptr() != Qn.data_ptr():
+            Qn.copy_(A)
+        return Qn, K, V
+    return grouped_decode_attention(attn, Qn, kv_seq_len, attention_mask, bsz, sdpa_gqa_with_batch_mask)
 
 
 def grouped_decode_attention(
@@ -85,7 +106,7 @@ def grouped_values(P: torch.Tensor, V: torch.Tensor, out: torch.Tensor) -> torch
 
 
 def install_grouped_decode_attention() -> bool:
-    """Make Unsloth's decode step (Llama, Qwen2 and Qwen3 attention) use ``grouped_decode_attention``.
+    """Make Unsloth's decode step (Llama, Qwen2 and Qwen3 attention) use ``decode_attention_core``.
 
     Returns False when Unsloth or its decode core is not there (CPU machines without the GPU path, another
     version): generation then runs Unsloth's own core, unchanged."""
@@ -97,13 +118,13 @@ def install_grouped_decode_attention() -> bool:
         return False
     if not hasattr(llama, _ORIGINAL_CORE):
         setattr(llama, _ORIGINAL_CORE, llama._decode_attention_core)
-    llama._decode_attention_core = grouped_decode_attention
+    llama._decode_attention_core = decode_attention_core
     try:  # Qwen3's module holds its own reference, imported from llama
         from unsloth.models import qwen3
     except Exception:
         return True
     if hasattr(qwen3, "_decode_attention_core"):
-        qwen3._decode_attention_core = grouped_decode_attention
+        qwen3._decode_attention_core = decode_attention_core
     return True
 
 

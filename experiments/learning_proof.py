@@ -433,8 +433,21 @@ def measured(run: dict[str, Any], eval_name: str, *keys: str) -> float | None:
     return value
 
 
+def line_of(run: dict[str, Any]) -> str:
+    """The report's name for a run's arm: the arm for the gpu scale (every line before the plan's epochs), else
+    ``arm@scale``, so that runs of different scales never pool into one row."""
+    scale = run.get("scale") or "gpu"
+    return run["arm"] if scale == "gpu" else f"{run['arm']}@{scale}"
+
+
+def report_lines(results: dict[str, Any]) -> list[str]:
+    """Every arm of the registry, then the arms of other scales that have runs."""
+    others = sorted({line_of(run) for run in results["runs"].values()} - set(ARMS))
+    return [*ARMS, *others]
+
+
 def runs_of(results: dict[str, Any], arm: str) -> list[dict[str, Any]]:
-    return [run for run in results["runs"].values() if run["arm"] == arm]
+    return [run for run in results["runs"].values() if line_of(run) == arm]
 
 
 def runs_by_seed(results: dict[str, Any], arm: str) -> dict[tuple[int, str | None], dict[str, Any]]:
@@ -754,7 +767,9 @@ def paired_rows(results: dict[str, Any]) -> list[str]:
                       f"{changes.correct_after} | {changes.gained} | {changes.lost} | {changes.p:.2g} |")
 
     per_seed, pooled = [], []
-    for before_arm, after_arm in PAIRED_ARMS:
+    scales = sorted({f"@{run['scale']}" for run in results["runs"].values() if run.get("scale") not in (None, "gpu")})
+    for before_arm, after_arm in [(before + suffix, after + suffix) for suffix in ["", *scales]
+                                  for before, after in PAIRED_ARMS]:
         seeds = seed_changes(results, before_arm, after_arm)
         per_seed += [row(str(seed), f"{before_arm} -> {after_arm}", changes) for seed, changes in seeds]
         if len(seeds) > 1:
@@ -844,7 +859,7 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
              "## Accuracy by hardness on the held-out databases", "",
              "| arm | " + " | ".join(HARDNESS) + " | answered | post-episode calls | train-part easy |",
              "|---" * (len(HARDNESS) + 4) + "|"]
-    for arm in ARMS:
+    for arm in report_lines(results):
         runs = runs_of(results, arm)
         if not runs:
             lines.append(f"| {arm} | " + " | ".join(["not run"] * (len(HARDNESS) + 3)) + " |")
@@ -927,11 +942,15 @@ def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
 
     by_arm: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
-        by_arm.setdefault(run["arm"], []).append(run)
+        by_arm.setdefault(line_of(run), []).append(run)
     # More arms than tab10 has colours: the cycle gives the last ones the colours of base and sft, which have no
     # curves to draw.
     palette = plt.get_cmap("tab10").colors
     colours = {arm: palette[index % len(palette)] for index, arm in enumerate(ARMS)}
+    # Lines of other scales take colours tab10 does not have, so none shares one with a gpu-scale arm.
+    other_scales = [line for line in report_lines(results) if line not in ARMS]
+    extra = ("black", "saddlebrown", "darkcyan", "magenta", "olive", "navy")
+    colours |= {line: extra[index % len(extra)] for index, line in enumerate(other_scales)}
     folder.mkdir(parents=True, exist_ok=True)
     figure, axes = plt.subplots(1, 3, figsize=(16, 4))
     for axis, key, title in ((axes[0], "reward", "reward (group mean)"),

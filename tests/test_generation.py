@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import types
 
 import pytest
@@ -98,3 +99,41 @@ def test_install_without_unsloths_gpu_path_changes_nothing() -> None:
         generation.uninstall_grouped_decode_attention()  # and undoing nothing is no error
     else:
         pytest.skip("Unsloth's GPU path loads here; the install is exercised by benchmarks/decode_step.py")
+
+
+def fake_unsloth_llama(monkeypatch: pytest.MonkeyPatch, original: object) -> None:
+    """Unsloth's llama module as far as generation.py reads it: its decode core, saved before the install."""
+    llama = types.ModuleType("unsloth.models.llama")
+    setattr(llama, generation._ORIGINAL_CORE, original)
+    models = types.ModuleType("unsloth.models")
+    models.llama = llama  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "unsloth.models", models)
+    monkeypatch.setitem(sys.modules, "unsloth.models.llama", llama)
+
+
+def test_an_unpadded_batch_takes_unsloths_core_and_lands_in_the_query_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No mask: Unsloth's SDPA call (faster there); its fresh result is copied where the grouped one would be, so a
+    decode graph captured on a padded call reads the right buffer on an unpadded one too."""
+    attn, query = decode_layer(4, 14, 2, 64, 30, rows=40, dtype=torch.float32, seed=5)
+    expected = reference(attn, query, 30, None)
+    calls = []
+
+    def unsloth_core(attn, Qn, kv_seq_len, attention_mask, bsz, gqa):  # noqa: ANN001, ANN202  (Unsloth's signature)
+        calls.append(attention_mask)
+        return reference(attn, Qn, kv_seq_len, None).float(), None, None
+
+    fake_unsloth_llama(monkeypatch, unsloth_core)
+    out, _, _ = generation.decode_attention_core(attn, query, 30, None, 4, True)
+    assert calls == [None]
+    assert out.data_ptr() == query.data_ptr()
+    assert torch.allclose(out.double(), expected, atol=1e-5)
+
+
+def test_a_padded_batch_takes_the_grouped_products(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_unsloth_llama(monkeypatch, lambda *args: pytest.fail("Unsloth's core ran for a padded batch"))
+    attn, query = decode_layer(4, 14, 2, 64, 30, rows=40, dtype=torch.float32, seed=6)
+    keep = torch.ones(4, 1, 1, 30, dtype=torch.bool)
+    keep[2, ..., :7] = False
+    expected = reference(attn, query, 30, keep)
+    out, _, _ = generation.decode_attention_core(attn, query, 30, keep, 4, True)
+    assert torch.allclose(out.double(), expected, atol=1e-5)
