@@ -67,6 +67,7 @@ from chat_format import (  # noqa: E402
     install_stop_rule,
 )
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
+from sampling import InformativeSampler, question_key  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, spread_sample, to_grpo_rows  # noqa: E402
 from training_logs import RolloutLogger, plot_training_curves, run_summary, start_gpu_memory_accounting  # noqa: E402
 
@@ -177,6 +178,12 @@ class AgentConfig:
     oom_fallback_completion_length: int = field(
         default=384, metadata={"help": "On out-of-memory, retry once with this max_completion_length."}
     )
+    sampling: str = field(
+        default="plain",
+        metadata={"help": "Which questions a step trains on: 'plain' (TRL's shuffled passes) or 'informative' "
+                          "(sampling.py: a question whose last group scored alike, all right or all wrong, waits while "
+                          "others take its slot; the same number of episodes)."},
+    )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
     )
@@ -232,6 +239,8 @@ class AgentConfig:
         if self.max_gold_rows < 1 or (self.max_questions is not None and self.max_questions < 1):
             raise ValueError(f"--max_gold_rows and --max_questions must be at least 1, got {self.max_gold_rows} and "
                              f"{self.max_questions}")
+        if self.sampling not in ("plain", "informative"):
+            raise ValueError(f"--sampling must be 'plain' or 'informative', got {self.sampling!r}")
         if self.lora_rank < 1:
             raise ValueError(f"--lora_rank must be at least 1, got {self.lora_rank}")
         if self.fast_inference:
@@ -621,6 +630,18 @@ def load_adapter_weights(model: Any, adapter_dir: Path) -> None:
 # -------------------------------------------------------------------------------------------- trainer
 
 
+def question_sampler(grpo: AgentGRPOConfig, dataset: Dataset, start_adapter: Path | None) -> InformativeSampler:
+    """The phase's question sampler (used under --sampling informative; it records every group either way), with
+    the history of the phase its start adapter came from."""
+    keys = [question_key(db_id, question) for db_id, question in
+            zip(dataset.data.column("db_id").to_pylist(), dataset.data.column("question").to_pylist(), strict=True)]
+    sampler = InformativeSampler(keys, grpo.num_generations, grpo.generation_batch_size // grpo.num_generations,
+                                 grpo.num_iterations * grpo.steps_per_generation, grpo.seed)
+    if start_adapter is not None and sampler.load(start_adapter):
+        print(f"[train] question history of {len(sampler.records)} questions from {start_adapter}", flush=True)
+    return sampler
+
+
 def build_trainer(
     agent: AgentConfig, grpo: AgentGRPOConfig, model: Any, tokenizer: Any, dataset: Dataset,
     fewshot: FewShotPrompt, epochs_before_phase: float, rollout_logger: RolloutLogger,
@@ -654,6 +675,9 @@ def build_trainer(
         close_turns_at_tool_call_end(trainer, tokenizer)
     if agent.generation_mode_per_rollout:
         keep_generation_mode_across_turns(trainer)
+    if agent.sampling == "informative" and rollout_logger.sampler is not None:
+        sampler = rollout_logger.sampler
+        trainer._get_train_sampler = lambda *args, **kwargs: sampler  # TRL builds its data loader from this
     rollout_logger.watch_generation(trainer)
     return trainer
 
@@ -971,7 +995,8 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     out_dir.mkdir(parents=True, exist_ok=True)
     start_gpu_memory_accounting()
     model, tokenizer = load_model(agent, grpo, start_adapter)
-    rollout_logger = RolloutLogger(out_dir, grpo.num_generations, agent.rollouts_logged_per_step)
+    rollout_logger = RolloutLogger(out_dir, grpo.num_generations, agent.rollouts_logged_per_step,
+                                   question_sampler(grpo, dataset, start_adapter))
 
     # --- trainer and training
     def make_trainer() -> GRPOTrainer:
@@ -993,6 +1018,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         tokenizer.save_pretrained(adapter_dir)
         # The rows the start adapter carried into the base weights: saved beside this LoRA for eval and later phases.
         models.save_tool_token_rows(adapter_dir, models.tool_token_rows(start_adapter) if start_adapter else {})
+        rollout_logger.sampler.save(adapter_dir)  # what each question's groups scored: the next phase's sampler reads it
         plot_training_curves(trainer.state.log_history, out_dir / "training_curves.png")
         print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
         print(f"[train] {rollout_logger.totals.summary()}", flush=True)

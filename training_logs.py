@@ -31,6 +31,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from agent_env import tool_error_rate, unknown_tool_calls
 from fewshot import FEWSHOT_HEADER
+from sampling import InformativeSampler, question_key
 
 # Curves worth looking at, by the key TRL or episode_metrics logs them under.
 PLOTTED_METRICS = {
@@ -123,8 +124,10 @@ class GenerationTimes:
 class RolloutLogger(TrainerCallback):
     """Logs episode metrics each step, writes sampled rollouts and every log line to JSONL files."""
 
-    def __init__(self, out_dir: Path, group_size: int, rollouts_per_step: int = 2) -> None:
+    def __init__(self, out_dir: Path, group_size: int, rollouts_per_step: int = 2,
+                 sampler: InformativeSampler | None = None) -> None:
         self.out_dir = Path(out_dir)
+        self.sampler = sampler  # told every scored group, so it can defer questions that taught nothing
         self.group_size = group_size
         self.rollouts_per_step = rollouts_per_step
         self.rollouts_path = self.out_dir / "rollouts.jsonl"
@@ -150,10 +153,15 @@ class RolloutLogger(TrainerCallback):
         they are. TRL calls reward functions on every rank for every batch, so the gather cannot hang.
         """
         local_levels = hardness or [""] * len(environments)
-        local = [(prompt, completion, environment.episode, environment.get_reward(), level)
-                 for prompt, completion, environment, level in
-                 zip(prompts, completions, environments, local_levels, strict=True)]
-        prompts, completions, episodes, rewards, levels = (list(column) for column in zip(*gather_object(local)))
+        local_keys = [question_key(db_id, question) for db_id, question in
+                      zip(kwargs.get("db_id") or [""] * len(environments),
+                          kwargs.get("question") or [""] * len(environments), strict=True)]
+        local = [(prompt, completion, environment.episode, environment.get_reward(), level, key)
+                 for prompt, completion, environment, level, key in
+                 zip(prompts, completions, environments, local_levels, local_keys, strict=True)]
+        prompts, completions, episodes, rewards, levels, keys = (list(column) for column in zip(*gather_object(local)))
+        if self.sampler is not None:
+            self.sampler.record(keys, rewards, [episode.is_correct for episode in episodes])
         unknown = sum(unknown_tool_calls(completion) for completion in completions if isinstance(completion, list))
         calls = sum(episode.in_episode_steps for episode in episodes) + unknown
         failed = sum(episode.tool_errors for episode in episodes) + unknown
@@ -226,6 +234,8 @@ class RolloutLogger(TrainerCallback):
         if logs and "loss" in logs:  # a training step's log line (not the final summary)
             steps = max(1, state.global_step - self._last_logged_step)
             logs.update(self._generation.per_step(steps, logs.get("step_time")))
+            if self.sampler is not None:
+                logs.update(self.sampler.take_counts())
             self._generation, self._last_logged_step = GenerationTimes(), state.global_step
         if logs and state.is_world_process_zero:  # every rank gets on_log; one writes
             logs.update(gpu_memory_gib())

@@ -183,6 +183,28 @@ def test_grpo_run_calls_every_tool_and_the_post_episode_penalty_shows(tmp_path: 
     assert json.loads((tmp_path / "easy" / "train_config.json").read_text())["grpo"]["num_generations"] == 2
 
 
+class AlwaysRightAgent(ScriptedAgent):
+    """Every completion of a group answers right: no group has reward spread, so none teaches anything."""
+
+    def turn(self, text: str, generation: int) -> str:
+        return super().turn(text, 0)
+
+
+@pytest.mark.slow
+def test_informative_sampling_defers_settled_questions_and_hands_their_history_on(tmp_path: Path) -> None:
+    agent = AlwaysRightAgent()
+    argv = ["--output_dir", str(tmp_path), "--model", TINY_MODEL, "--max_questions", "3", "--num_generations", "2",
+            "--gradient_accumulation_steps", "2", "--max_completion_length", "1536", "--save_strategy", "no",
+            "--report_to", "none", "--phase", "easy", "--num_train_epochs", "3", "--sampling", "informative"]
+    adapter = train.main(argv, before_train=agent.install)
+    steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "sampler/served" in entry]
+    assert len(steps) == 9  # 3 questions x 3 epochs, one group a step: the same number of episodes as plain
+    assert sum(entry["sampler/deferred"] for entry in steps) > 0
+    assert all(entry["frac_reward_zero_std"] == 1.0 for entry in steps)
+    history = json.loads((adapter / "question_history.json").read_text())
+    assert len(history) == 3 and all(spread == 0.0 for visits in history.values() for _, _, spread in visits)
+
+
 @pytest.mark.slow
 def test_fewshot_examples_are_in_prompts_before_the_switch_and_gone_after(tmp_path: Path) -> None:
     run_phase(tmp_path, "--phase", "easy", "--num_train_epochs", "2")

@@ -1,0 +1,138 @@
+"""Which questions a GRPO step trains on: groups that teach something.
+
+A prompt group whose completions all earned the same reward (all right, or all wrong) has zero advantage and
+gives no gradient; by the end of a phase 35-60% of the groups were such (docs/learning_proof.md). In the spirit of
+DAPO's dynamic sampling, but without generating groups only to throw them away, ``InformativeSampler`` remembers
+each question's last visits and defers a question whose last ``window`` groups all had zero reward spread: the
+slot goes to the next question in the pass. A deferred question comes back after ``max_deferrals`` deferrals (the
+model may have changed), and a question never seen is always served. The stream has the same length as TRL's own
+sampler's, so a run sees the same number of episodes; informative questions are simply visited more often than
+ones the model has settled.
+
+It yields indices exactly as TRL's ``RepeatSampler`` does (a chunk of ``groups_per_batch`` questions, each index
+``num_generations`` times in a row, the chunk ``repeat_count`` times), and decides each chunk when the data loader
+asks for it, from the outcomes recorded so far (``record``, which train.py feeds from every scored batch). The
+history is keyed by database and question, so it carries from one curriculum phase to the next
+(``save``/``load``, next to the adapter).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch.utils.data import Sampler
+
+HISTORY_FILENAME = "question_history.json"
+SPREAD_EPSILON = 1e-9  # rewards closer than this count as equal (no advantage)
+
+
+@dataclass
+class Visit:
+    """One prompt group of a question: how many of its completions were right, and its reward spread."""
+
+    correct: int
+    completions: int
+    reward_spread: float
+
+
+@dataclass
+class QuestionRecord:
+    visits: list[Visit] = field(default_factory=list)
+    deferrals: int = 0  # deferrals since it was last served
+
+
+class InformativeSampler(Sampler[int]):
+    """TRL's sampler contract, deferring questions whose last groups taught nothing (see the module docstring)."""
+
+    def __init__(self, question_keys: Sequence[str], num_generations: int, groups_per_batch: int, repeat_count: int,
+                 seed: int, window: int = 1, max_deferrals: int = 2) -> None:
+        if window < 1 or max_deferrals < 0:
+            raise ValueError(f"window must be at least 1 and max_deferrals at least 0, got {window} and {max_deferrals}")
+        if groups_per_batch > len(question_keys):
+            raise ValueError(f"a batch of {groups_per_batch} prompt groups needs at least that many questions, "
+                             f"got {len(question_keys)}")
+        self.keys = list(question_keys)
+        self.num_generations = num_generations
+        self.groups_per_batch = groups_per_batch
+        self.repeat_count = repeat_count
+        self.window = window
+        self.max_deferrals = max_deferrals
+        self.generator = torch.Generator().manual_seed(seed)
+        self.records: dict[str, QuestionRecord] = {}
+        self.deferred = 0  # deferrals since the last take_counts()
+        self.served = 0
+
+    def __len__(self) -> int:
+        chunks = len(self.keys) // self.groups_per_batch
+        return chunks * self.groups_per_batch * self.num_generations * self.repeat_count
+
+    def __iter__(self) -> Iterator[int]:
+        queue: list[int] = []
+        for _ in range(len(self.keys) // self.groups_per_batch):
+            chunk: list[int] = []
+            while len(chunk) < self.groups_per_batch:
+                if not queue:  # a new pass over every question, in a fresh order
+                    queue = torch.randperm(len(self.keys), generator=self.generator).tolist()
+                    queue = [index for index in queue if index not in chunk]
+                index = queue.pop(0)
+                if self.should_defer(self.keys[index]):
+                    self.records[self.keys[index]].deferrals += 1
+                    self.deferred += 1
+                    continue
+                self.records.setdefault(self.keys[index], QuestionRecord()).deferrals = 0
+                chunk.append(index)
+            self.served += len(chunk)
+            for _ in range(self.repeat_count):
+                for index in chunk:
+                    yield from [index] * self.num_generations
+
+    def should_defer(self, key: str) -> bool:
+        """Whether a question's last ``window`` groups all had zero reward spread, and it has not yet been deferred
+        ``max_deferrals`` times since it was last served."""
+        record = self.records.get(key)
+        if record is None or len(record.visits) < self.window or record.deferrals >= self.max_deferrals:
+            return False
+        return all(visit.reward_spread < SPREAD_EPSILON for visit in record.visits[-self.window:])
+
+    def record(self, keys: Sequence[str], rewards: Sequence[float], correct: Sequence[bool]) -> None:
+        """The outcomes of one scored batch, completion by completion, in TRL's order (group after group)."""
+        if not len(keys) == len(rewards) == len(correct):
+            raise ValueError(f"keys, rewards and correct differ in length: {len(keys)}, {len(rewards)}, {len(correct)}")
+        size = self.num_generations
+        for start in range(0, len(keys) - size + 1, size):
+            group_keys = set(keys[start:start + size])
+            if len(group_keys) != 1:
+                raise ValueError(f"completions {start}-{start + size - 1} belong to several questions: {group_keys}")
+            group_rewards = rewards[start:start + size]
+            visit = Visit(sum(map(bool, correct[start:start + size])), size, max(group_rewards) - min(group_rewards))
+            self.records.setdefault(keys[start], QuestionRecord()).visits.append(visit)
+
+    def take_counts(self) -> dict[str, float]:
+        """Questions served and deferred since the last call (for the step's log line)."""
+        counts = {"sampler/served": float(self.served), "sampler/deferred": float(self.deferred)}
+        self.served = self.deferred = 0
+        return counts
+
+    def save(self, folder: Path) -> Path:
+        path = Path(folder) / HISTORY_FILENAME
+        path.write_text(json.dumps({key: [[v.correct, v.completions, v.reward_spread] for v in record.visits]
+                                    for key, record in self.records.items() if record.visits}), encoding="utf-8")
+        return path
+
+    def load(self, folder: Path) -> int:
+        """Visits of an earlier phase (its folder's history, if any); returns how many questions it knew."""
+        path = Path(folder) / HISTORY_FILENAME
+        if not path.is_file():
+            return 0
+        for key, visits in json.loads(path.read_text(encoding="utf-8")).items():
+            self.records.setdefault(key, QuestionRecord()).visits.extend(Visit(*visit) for visit in visits)
+        return len(self.records)
+
+
+def question_key(db_id: str, question: str) -> str:
+    """A question's identity across phases and datasets: its database and its text."""
+    return f"{db_id}\t{question}"

@@ -1,0 +1,97 @@
+"""sampling.py: questions whose last groups taught nothing wait; they come back; the stream keeps TRL's shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from trl.trainer.utils import RepeatSampler
+
+from sampling import InformativeSampler, question_key
+
+KEYS = [question_key("db", f"question {index}") for index in range(8)]
+
+
+def chunks(stream: list[int], sampler: InformativeSampler) -> list[list[int]]:
+    """The questions of each chunk, in order (each index appears num_generations x repeat_count times)."""
+    per_chunk = sampler.groups_per_batch * sampler.num_generations * sampler.repeat_count
+    return [list(dict.fromkeys(stream[start:start + per_chunk])) for start in range(0, len(stream), per_chunk)]
+
+
+def settle(sampler: InformativeSampler, index: int, *, right: bool) -> None:
+    """One visit of question ``index`` whose completions all scored alike: all right or all wrong."""
+    size = sampler.num_generations
+    sampler.record([KEYS[index]] * size, [1.0 if right else 0.0] * size, [right] * size)
+
+
+def test_with_no_history_the_stream_has_trls_shape_and_length() -> None:
+    sampler = InformativeSampler(KEYS, num_generations=3, groups_per_batch=2, repeat_count=2, seed=0)
+    trl = RepeatSampler(KEYS, mini_repeat_count=3, batch_size=2, repeat_count=2, seed=0)
+    stream = list(sampler)
+    assert len(stream) == len(sampler) == len(trl) == len(list(trl))
+    first = stream[:12]  # one chunk: 2 questions x 3 generations, twice
+    assert first[:6] == first[6:] and first[:3] == [first[0]] * 3 and first[3:6] == [first[3]] * 3
+    assert sorted(question for chunk in chunks(stream, sampler) for question in chunk) == list(range(8))
+
+
+def test_a_question_all_right_in_its_last_visit_is_deferred() -> None:
+    sampler = InformativeSampler(KEYS, num_generations=2, groups_per_batch=2, repeat_count=1, seed=0)
+    order = torch.randperm(8, generator=torch.Generator().manual_seed(0)).tolist()  # the sampler's first pass
+    settle(sampler, order[0], right=True)
+    first_chunk = chunks(list(sampler), sampler)[0]
+    assert order[0] not in first_chunk
+    assert first_chunk == order[1:3]
+    assert sampler.take_counts()["sampler/deferred"] >= 1
+
+
+def test_a_question_all_wrong_is_deferred_too_but_one_with_reward_spread_is_not() -> None:
+    sampler = InformativeSampler(KEYS, num_generations=2, groups_per_batch=2, repeat_count=1, seed=0)
+    order = torch.randperm(8, generator=torch.Generator().manual_seed(0)).tolist()
+    settle(sampler, order[0], right=False)
+    sampler.record([KEYS[order[1]]] * 2, [1.0, 0.0], [True, False])  # half right: a gradient to follow
+    assert chunks(list(sampler), sampler)[0] == order[1:3]
+
+
+def test_a_deferred_question_comes_back() -> None:
+    sampler = InformativeSampler(KEYS[:2], num_generations=1, groups_per_batch=1, repeat_count=1, seed=0,
+                                 max_deferrals=2)
+    settle(sampler, 0, right=True)
+    served = []
+    for _ in range(4):  # four passes of two questions: question 0 is skipped twice, then served
+        served += list(sampler)
+    assert served.count(0) >= 1  # it came back, though its history still says it taught nothing
+    assert served.count(1) > served.count(0)  # the other question took the slots it gave up
+
+
+def test_decisions_use_outcomes_recorded_while_the_stream_runs() -> None:
+    """The data loader asks for a chunk at a time: what was scored meanwhile counts for the next chunk."""
+    sampler = InformativeSampler(KEYS, num_generations=1, groups_per_batch=1, repeat_count=1, seed=3)
+    stream = iter(sampler)
+    first = next(stream)
+    order = torch.randperm(8, generator=torch.Generator().manual_seed(3)).tolist()
+    settle(sampler, order[1], right=True)  # the next one in line has just been settled
+    assert first == order[0] and next(stream) == order[2]
+
+
+def test_a_group_of_mixed_questions_is_refused() -> None:
+    sampler = InformativeSampler(KEYS, num_generations=2, groups_per_batch=1, repeat_count=1, seed=0)
+    with pytest.raises(ValueError, match="several questions"):
+        sampler.record([KEYS[0], KEYS[1]], [1.0, 0.0], [True, False])
+
+
+def test_history_carries_to_the_next_phase(tmp_path: Path) -> None:
+    easy = InformativeSampler(KEYS[:4], num_generations=2, groups_per_batch=1, repeat_count=1, seed=0)
+    settle(easy, 2, right=True)
+    easy.save(tmp_path)
+    mixed = InformativeSampler(KEYS, num_generations=2, groups_per_batch=1, repeat_count=1, seed=0)
+    assert mixed.load(tmp_path) == 1
+    assert mixed.should_defer(KEYS[2]) and not mixed.should_defer(KEYS[3])
+    assert InformativeSampler(KEYS, 2, 1, 1, seed=0).load(tmp_path / "nowhere") == 0
+
+
+def test_bad_settings_are_refused_with_the_reason() -> None:
+    with pytest.raises(ValueError, match="at least that many questions"):
+        InformativeSampler(KEYS[:2], num_generations=2, groups_per_batch=3, repeat_count=1, seed=0)
+    with pytest.raises(ValueError, match="window"):
+        InformativeSampler(KEYS, num_generations=2, groups_per_batch=1, repeat_count=1, seed=0, window=0)
