@@ -155,12 +155,20 @@ def profile_kernels(model: Any, batch: int, tokens: int, pad_id: int, rows: int 
 
     ids, mask = prompts(batch, tokens, "padded", pad_id, seed=1)
     timed_generate(model, ids, mask, 40, pad_id)  # captures this batch size's graphs outside the profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
         timed_generate(model, ids, mask, 40, pad_id)
-    events = sorted(prof.key_averages(), key=lambda event: event.device_time_total, reverse=True)
+    kernels = [event for event in prof.key_averages() if event.device_type.name == "CUDA"]
+    events = sorted(kernels, key=lambda event: event.device_time_total, reverse=True)
     total = sum(event.device_time_total for event in events) or 1
-    return [{"kernel": event.key[:90], "calls": event.count, "ms": round(event.device_time_total / 1000, 2),
-             "share": round(event.device_time_total / total, 3)} for event in events[:rows]]
+    # The operators (with their input shapes) that spent the most GPU time: which call a costly kernel belongs to.
+    operators = sorted((event for event in prof.key_averages(group_by_input_shape=True)
+                        if event.device_type.name == "CPU" and event.key.startswith("aten::")
+                        and event.key not in ("aten::copy_", "aten::to", "aten::_to_copy")),
+                       key=lambda event: event.device_time_total, reverse=True)
+    return {"kernels": [{"kernel": event.key[:90], "calls": event.count, "ms": round(event.device_time_total / 1000, 2),
+                         "share": round(event.device_time_total / total, 3)} for event in events[:rows]],
+            "operators": [{"operator": event.key, "shapes": str(event.input_shapes)[:160], "calls": event.count,
+                           "ms": round(event.device_time_total / 1000, 2)} for event in operators[:rows]]}
 
 
 def agreement(model: Any, pad_id: int, tokens: int, batch: int = 8, new_tokens: int = 24) -> dict[str, Any]:
@@ -237,7 +245,10 @@ def main() -> None:
     model_dir = arguments.model or str(build_random_qwen2(arguments.random_qwen2))
     model, tokenizer = load(model_dir)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    report: dict[str, Any] = {"model": model_dir, "settings": {k: str(v) for k, v in vars(arguments).items()},
+    head = model.get_output_embeddings().weight
+    print(f"LM head: {tuple(head.shape)} {head.dtype}, tied to the embeddings: "
+          f"{head.data_ptr() == model.get_input_embeddings().weight.data_ptr()}", flush=True)
+    report: dict[str, Any] = {"model": model_dir, "lm_head": f"{tuple(head.shape)} {head.dtype}", "settings": {k: str(v) for k, v in vars(arguments).items()},
                               "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
 
     def save() -> None:
@@ -269,8 +280,11 @@ def main() -> None:
             switch_core(model, core)
             report["profile"][core] = profile_kernels(model, arguments.profile_batch, arguments.prompt_tokens, pad_id)
             print(f"\nkernels of 40 padded decode steps at {arguments.profile_batch} rows, {core} core:")
-            for kernel in report["profile"][core]:
+            for kernel in report["profile"][core]["kernels"]:
                 print(f"  {kernel['ms']:9.2f} ms {kernel['share']:6.1%} x{kernel['calls']:<6} {kernel['kernel']}")
+            print("operators by GPU time (input shapes):")
+            for operator in report["profile"][core]["operators"]:
+                print(f"  {operator['ms']:9.2f} ms x{operator['calls']:<6} {operator['operator']} {operator['shapes']}")
             save()
     print()
     print_table(report["rows"])
