@@ -1,6 +1,16 @@
-"""How the trainer and the eval generate under Unsloth: the decode step's attention.
+"""How the trainer generates: the stop rule's use, the turn caps, Unsloth's decode graphs and attention, the timing.
 
-    generation.install_grouped_decode_attention()     # once, after `import unsloth`; idempotent
+    generation.prepare_model(model, tokenizer, settings)            # before GRPOTrainer is built
+    generation.wrap_trainer(trainer, tokenizer, settings, timer)     # after: TRL's generation, wrapped in order
+
+TRL's GRPOTrainer generates every turn of an episode (the first and each tool-loop turn) through one private
+method, ``_generate_single_turn``; this module wraps it, in the order ``TURN_WRAPPERS`` names from the inside out:
+the turn caps (``cap_turns``: each turn decodes at most what its episode may still keep), the turn closing
+(``close_turns_at_tool_call_end``: a turn cut at ``</tool_call>`` gets its ``<|im_end|>``), then the timing (the
+caller's timer, e.g. training_logs' per-step generation figures, sees the turns as TRL will). The per-rollout
+generation mode wraps ``_generate`` instead. The model side: the stop rule's end-of-turn ids
+(``chat_format.install_stop_rule``), Unsloth's CUDA-graph decode for Qwen2 (``allow_unsloth_decode_graphs``) and
+the decode step's attention below.
 
 The decode attention: Unsloth's graphed decode step runs each layer's attention eagerly between its captured
 segments (``unsloth.models.llama._decode_attention_core``). For a batch of more than one row it calls SDPA with
@@ -22,9 +32,255 @@ kernel is faster there (``decode_attention_core``).
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import functools
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import torch
+from transformers import StoppingCriteria, StoppingCriteriaList
+
+from chat_format import close_tool_call_turn, install_stop_rule
+
+# From the inside out: the order in which wrap_trainer wraps TRL's _generate_single_turn.
+TURN_WRAPPERS = ("cap_turns", "close_turns_at_tool_call_end", "timer")
+
+
+class GenerationSettings(Protocol):
+    """The settings this module reads (train.AgentConfig has them all)."""
+
+    stop_at_tool_call: bool
+    cap_turns_at_budget: bool
+    max_turn_tokens: int
+    fast_inference: bool
+    generation_mode_per_rollout: bool
+    decode_graphs: bool
+    grouped_decode_attention: bool
+    backend: str
+
+
+def prepare_model(model: Any, tokenizer: Any, settings: GenerationSettings) -> None:
+    """The model side, before the trainer reads it: the stop rule's end-of-turn ids; under Unsloth, CUDA-graph
+    decode for Qwen2 and the grouped decode attention (each as the settings ask, undone when they do not)."""
+    if settings.stop_at_tool_call:
+        install_stop_rule(model, tokenizer)
+    if settings.backend == "unsloth":
+        allow_unsloth_decode_graphs(model.config.model_type, settings.decode_graphs)
+        if settings.grouped_decode_attention:
+            install_grouped_decode_attention()
+        else:
+            uninstall_grouped_decode_attention()
+
+
+def wrap_trainer(trainer: Any, tokenizer: Any, settings: GenerationSettings,
+                 timer: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None) -> list[str]:
+    """Wrap the trainer's generation as the settings ask, in ``TURN_WRAPPERS`` order; returns the wrappers applied,
+    inside out. ``timer`` takes the turn method and returns it timed."""
+    applied = []
+    if (settings.cap_turns_at_budget or settings.max_turn_tokens) and not settings.fast_inference:
+        cap_turns(trainer, at_budget=settings.cap_turns_at_budget, turn_tokens=settings.max_turn_tokens)
+        applied.append("cap_turns")
+    if settings.stop_at_tool_call:
+        close_turns_at_tool_call_end(trainer, tokenizer)
+        applied.append("close_turns_at_tool_call_end")
+    if timer is not None:
+        trainer._generate_single_turn = timer(trainer._generate_single_turn)
+        applied.append("timer")
+    if settings.generation_mode_per_rollout:
+        keep_generation_mode_across_turns(trainer)
+    return applied
+
+
+# --- the turns: caps and closing -----------------------------------------------------------------------------------
+
+
+
+class EpisodeBudget:
+    """How much of ``max_completion_length`` the rows of a generation call may still keep.
+
+    A rollout's first turn hands TRL's generation its prompts; every later turn a prompt followed by the episode
+    so far (the model's turns and the tool replies), all of which TRL counts against the budget."""
+
+    def __init__(self, max_completion_length: int) -> None:
+        self.limit = max_completion_length
+        self._prompts: set[tuple[int, ...]] = set()
+
+    def _used(self, row: list[int]) -> int | None:
+        """Tokens of the episode so far; None when the row extends none of the rollout's prompts."""
+        starts = [len(prompt) for prompt in self._prompts
+                  if len(prompt) <= len(row) and tuple(row[:len(prompt)]) == prompt]
+        return len(row) - max(starts) if starts else None
+
+    def remaining(self, rows: list[list[int]]) -> list[int] | None:
+        """What each row may still keep; None for a rollout's first turn, whose rows become its prompts."""
+        used = [self._used(row) for row in rows]
+        if not used or None in used:
+            self._prompts = {tuple(row) for row in rows}
+            return None
+        return [self.limit - tokens for tokens in used]  # type: ignore[operator]  (no None left)
+
+
+class RowBudgetStop(StoppingCriteria):
+    """Ends each row of one generate call once it has written its own budget of new tokens.
+
+    generate() pads a row it has ended with the pad token, and TRL cuts every row to what its episode may keep,
+    which is this budget: the tokens TRL keeps are the ones it kept before, and the call no longer waits on a
+    row that is writing tokens TRL will throw away."""
+
+    def __init__(self, prompt_length: int, budgets: list[int]) -> None:
+        self.prompt_length = prompt_length  # TRL left-pads a call's prompts to the longest
+        self.budgets = torch.tensor(budgets)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+        if self.budgets.device != input_ids.device:
+            self.budgets = self.budgets.to(input_ids.device)
+        return self.budgets <= input_ids.shape[1] - self.prompt_length
+
+
+@contextlib.contextmanager
+def stopping_rows(model: Any, criterion: StoppingCriteria) -> Any:
+    """``model.generate`` with ``criterion`` added to its stopping criteria, for one call of TRL's (which passes
+    none of its own). An instance attribute, so Unsloth's own per-call wrapper of generate wraps this one."""
+    had_own = "generate" in vars(model)
+    generate = model.generate
+
+    @functools.wraps(generate)
+    def generate_with_criterion(*args: Any, **kwargs: Any) -> Any:
+        criteria = StoppingCriteriaList([*(kwargs.pop("stopping_criteria", None) or []), criterion])
+        return generate(*args, stopping_criteria=criteria, **kwargs)
+
+    model.generate = generate_with_criterion
+    try:
+        yield
+    finally:
+        if had_own:
+            model.generate = generate
+        else:
+            del model.generate
+
+
+def cap_turns(trainer: Any, at_budget: bool = True, turn_tokens: int = 0) -> EpisodeBudget | None:
+    """Cap each generation call's ``max_new_tokens``: ``at_budget``, a tool-loop turn at the largest budget its
+    rows have left, and each row stopped at its own (RowBudgetStop); ``turn_tokens`` (above 0), every turn at that
+    many tokens.
+
+    TRL 1.15 generates every turn to ``max_completion_length`` and then cuts each row to what is left of its
+    episode's budget, so a row that never closes its call decodes the whole length while the batch waits, and
+    the tokens past its budget are thrown away (on the H200, 14-27 of 40 steps had such a turn: about 12 s
+    against 5-6 s for the others; docs/gpu.md). Under ``at_budget`` every token TRL keeps is still generated;
+    ``turn_tokens`` changes what a turn that runs on is trained on (less of it), as eval's per-turn cap does."""
+    config = getattr(trainer, "generation_config", None)  # what TRL hands to generate; it wins over the model's
+    if config is None:
+        print("[train] --cap_turns_at_budget / --max_turn_tokens: this trainer has no generation_config to cap; "
+              f"every turn decodes up to {trainer.max_completion_length} tokens", flush=True)
+        return None
+    budget = EpisodeBudget(trainer.max_completion_length)
+    generate_turn = trainer._generate_single_turn
+
+    @functools.wraps(generate_turn)
+    def generate_capped_turn(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
+        full = config.max_new_tokens
+        remaining = budget.remaining(prompt_ids) if at_budget else None
+        cap = full
+        # generate writes one token at least; TRL cuts a row with none left
+        rows = None if remaining is None else [max(1, tokens) for tokens in remaining]
+        if full is not None and rows is not None:
+            cap = min(cap, max(rows))
+        if full is not None and turn_tokens:
+            cap = min(cap, turn_tokens)
+        with contextlib.ExitStack() as turn:
+            if rows is not None and cap is not None and min(rows) < cap:  # a row would write past its budget
+                model = trainer.accelerator.unwrap_model(trainer.model_wrapped)  # what TRL calls generate on
+                turn.enter_context(stopping_rows(model, RowBudgetStop(max(map(len, prompt_ids)), rows)))
+            if cap != full:
+                config.max_new_tokens = cap
+                turn.callback(setattr, config, "max_new_tokens", full)  # also when generation raises
+            return generate_turn(prompt_ids, *args, **kwargs)
+
+    trainer._generate_single_turn = generate_capped_turn
+    return budget
+
+
+def close_turns_at_tool_call_end(trainer: Any, tokenizer: Any) -> None:
+    """Give every turn that stopped at </tool_call> its <|im_end|>, so the tokens TRL concatenates (and trains
+    on) are the chat template's rendering of a one-call assistant turn (chat_format's stop rule)."""
+    generate_turn = trainer._generate_single_turn  # the one method for the first turn and every tool-loop turn
+
+    @functools.wraps(generate_turn)
+    def generate_closed_turn(*args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
+        completion_ids, logprobs = generate_turn(*args, **kwargs)
+        return [close_tool_call_turn(list(ids), tokenizer) for ids in completion_ids], logprobs
+
+    trainer._generate_single_turn = generate_closed_turn
+
+
+class GenerationScope:
+    """TRL's per-turn generation context (``unwrap_model_for_generation``; under Unsloth it switches the
+    model to inference mode, and on leaving frees the decode buffers and CUDA graphs and switches back),
+    held open from a rollout's first turn to its last. Outside a rollout it is the per-turn context."""
+
+    def __init__(self, per_turn: Callable[..., Any]) -> None:
+        self.per_turn = per_turn
+        self._rollout: contextlib.ExitStack | None = None
+        self._model: Any = None
+
+    @contextlib.contextmanager
+    def unwrap(self, *args: Any, **kwargs: Any) -> Any:
+        if self._rollout is None:
+            with self.per_turn(*args, **kwargs) as model:
+                yield model
+            return
+        if self._model is None:  # the rollout's first turn opens it, with TRL's own arguments
+            self._model = self._rollout.enter_context(self.per_turn(*args, **kwargs))
+        yield self._model
+
+    def around(self, generate: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(generate)
+        def generate_rollout(*args: Any, **kwargs: Any) -> Any:
+            # The stack leaves the per-turn context when the rollout returns or fails: back to training mode
+            # before TRL scores the completions.
+            with contextlib.ExitStack() as rollout:
+                self._rollout, self._model = rollout, None
+                try:
+                    return generate(*args, **kwargs)
+                finally:
+                    self._rollout = None
+
+        return generate_rollout
+
+
+def keep_generation_mode_across_turns(trainer: Any) -> GenerationScope:
+    """Every turn of a rollout (TRL's ``_generate``: the first turn and the tool loop's) in one generation
+    context. TRL looks the context up in the module of ``_generate_single_turn`` (Unsloth's compiled trainer
+    has its own), so it is replaced there; a scope installed by an earlier trainer is reused."""
+    namespace = type(trainer)._generate_single_turn.__globals__
+    current = namespace["unwrap_model_for_generation"]
+    scope = current.__self__ if isinstance(getattr(current, "__self__", None), GenerationScope) else GenerationScope(current)
+    namespace["unwrap_model_for_generation"] = scope.unwrap
+    trainer._generate = scope.around(trainer._generate)
+    return scope
+
+
+# --- Unsloth's decode step: CUDA graphs for Qwen2, the attention of a padded batch -----------------------------------
+
+# Unsloth replays decode steps with CUDA graphs for the model types it has tested (Llama, Qwen3). Qwen2
+# runs the same Llama decode kernels (unsloth/models/qwen2.py) but is left eager, several times slower per
+# decode step on an H200 (docs/gpu.md); adding it to the set Unsloth reads at every generate call fixes that.
+DECODE_GRAPH_MODEL_TYPES = ("qwen2",)
+
+
+def allow_unsloth_decode_graphs(model_type: str, enabled: bool = True) -> None:
+    """Let (or stop letting) Unsloth replay decode steps with CUDA graphs for ``model_type``."""
+    try:
+        from unsloth.models import _decode_graphs
+    except ImportError:  # another Unsloth version, or none: nothing to widen
+        return
+    if model_type in DECODE_GRAPH_MODEL_TYPES:
+        if enabled:
+            _decode_graphs._SUPPORTED_MODEL_TYPES.add(model_type)
+        else:
+            _decode_graphs._SUPPORTED_MODEL_TYPES.discard(model_type)
+
 
 _ORIGINAL_CORE = "_spider_grpo_original_decode_attention_core"
 

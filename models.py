@@ -719,28 +719,6 @@ def list_models(cache: Path | None = None) -> list[dict[str, str]]:
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Loading under Unsloth
-
-# Unsloth replays decode steps with CUDA graphs for the model types it has tested (Llama, Qwen3). Qwen2
-# runs the same Llama decode kernels (unsloth/models/qwen2.py) but is left eager, several times slower per
-# decode step on an H200 (docs/gpu.md); adding it to the set Unsloth reads at every generate call fixes that.
-DECODE_GRAPH_MODEL_TYPES = ("qwen2",)
-
-
-def allow_unsloth_decode_graphs(model_type: str, enabled: bool = True) -> None:
-    """Let (or stop letting) Unsloth replay decode steps with CUDA graphs for ``model_type``."""
-    try:
-        from unsloth.models import _decode_graphs
-    except ImportError:  # another Unsloth version, or none: nothing to widen
-        return
-    if model_type in DECODE_GRAPH_MODEL_TYPES:
-        if enabled:
-            _decode_graphs._SUPPORTED_MODEL_TYPES.add(model_type)
-        else:
-            _decode_graphs._SUPPORTED_MODEL_TYPES.discard(model_type)
-
-
-# --------------------------------------------------------------------------------------------------------------------
 # Tool-token rows trained by the warm-up, carried into later phases and into eval
 
 # The supervised warm-up trains the rows of <tool_call> and </tool_call> beside its LoRA (sft.ToolTagRows,

@@ -5,7 +5,7 @@ function of weight 0 (TRL hands reward functions the environments and a ``log_me
 it is the one place that sees every finished episode), and it is a ``TrainerCallback`` that
 appends every log line to ``metrics.jsonl`` as it happens, so nothing is lost on a crash.
 
-It also times the trainer's generation calls (``watch_generation``): every logged step says how many
+It also times the trainer's generation calls (``time_generation``): every logged step says how many
 generation calls its rollouts made (the first turn and each tool-loop turn), how long they took, their
 share of the step and the longest turn generated, so a real run shows where a multi-turn step's time goes.
 
@@ -210,9 +210,9 @@ class RolloutLogger(TrainerCallback):
                 }
                 handle.write(json.dumps(record, default=str) + "\n")
 
-    def watch_generation(self, trainer: Any) -> None:
-        """Time every call of the trainer's one generation method (first turn and tool-loop turns alike)."""
-        generate_turn = trainer._generate_single_turn
+    def time_generation(self, generate_turn: Callable[..., Any]) -> Callable[..., Any]:
+        """The trainer's one generation method (first turn and tool-loop turns alike), timed call by call
+        (generation.wrap_trainer installs it outermost)."""
 
         @functools.wraps(generate_turn)
         def timed_turn(*args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
@@ -221,7 +221,7 @@ class RolloutLogger(TrainerCallback):
             self._generation.add(time.perf_counter() - started, [len(ids) for ids in completion_ids])
             return completion_ids, logprobs
 
-        trainer._generate_single_turn = timed_turn
+        return timed_turn
 
     def on_log(
         self,

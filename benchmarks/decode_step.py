@@ -150,7 +150,6 @@ def sdpa_choice(model: Any, batch: int, kv_tokens: int) -> str:
 
 def profile_kernels(model: Any, batch: int, tokens: int, pad_id: int, rows: int = 12) -> list[dict[str, Any]]:
     """The kernels of 32 padded decode steps, by total GPU time."""
-    import torch
     from torch.profiler import ProfilerActivity, profile
 
     ids, mask = prompts(batch, tokens, "padded", pad_id, seed=1)

@@ -223,7 +223,7 @@ def single_turn_reference(trainer: Any, batch: int, new_tokens: int) -> dict[str
 def greedy_graphs_check(trainer: Any, batch: int = 4, new_tokens: int = 96) -> dict[str, Any]:
     """Greedy completions of the same prompts with Unsloth's decode graphs allowed for the model and not:
     the graphed step must compute the same function (identical tokens), and its speed is reported."""
-    import models
+    import generation
 
     config = trainer.generation_config
     saved = (config.do_sample, config.max_new_tokens, config.min_new_tokens)
@@ -235,7 +235,7 @@ def greedy_graphs_check(trainer: Any, batch: int = 4, new_tokens: int = 96) -> d
     model_type = trainer.model.config.model_type
     try:
         for allowed in (False, True, False, True):  # twice each: the first call of each pays its warm-up
-            models.allow_unsloth_decode_graphs(model_type, allowed)
+            generation.allow_unsloth_decode_graphs(model_type, allowed)
             _synchronize()
             started = time.perf_counter()
             outputs[allowed], _ = trainer._generate_single_turn(prompts, None, {}, num_generations=1)

@@ -88,7 +88,8 @@ def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tupl
     """Model and tokenizer through Unsloth's fast inference path (CUDA); call import_unsloth() first."""
     from unsloth import FastLanguageModel
 
-    from models import allow_unsloth_decode_graphs, apply_tool_token_rows, tool_token_rows
+    from generation import allow_unsloth_decode_graphs
+    from models import apply_tool_token_rows, tool_token_rows
 
     kind = checkpoint_kind(Path(path))
     model, tokenizer = FastLanguageModel.from_pretrained(

@@ -194,6 +194,10 @@ ARMS = {
     "no-sft": Arm("no-sft", "easy", None, "easy_steps", ablates="easy"),
     "mixed-only": Arm("mixed-only", "mixed", "sft", "mixed_only_steps",
                       ("--curriculum", str(MIXED_ONLY_CURRICULUM)), ablates="mixed"),
+    # The sampler's comparison: a question whose last group scored alike waits (sampling.py); mixed carries the easy
+    # phase's history, so questions the easy epoch settled are the first to wait.
+    "mixed-informative": Arm("mixed-informative", "mixed", "easy", "mixed_steps", ("--sampling", "informative"),
+                             ablates="mixed"),
     "sft-habit": Arm("sft-habit", "sft", None, "easy_steps", ("--sft_never_stop_share", str(HABIT_SHARE))),
     "easy-habit": Arm("easy-habit", "easy", "sft-habit", "easy_steps"),
     "no-penalty-habit": Arm("no-penalty-habit", "easy", "sft-habit", "easy_steps", ("--post_episode_penalty", "0"),

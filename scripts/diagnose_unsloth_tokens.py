@@ -23,7 +23,7 @@ import unsloth  # noqa: E402,F401
 import torch  # noqa: E402
 from eval.checkpoint import load_with_unsloth  # noqa: E402
 
-import models  # noqa: E402
+import generation  # noqa: E402
 from agent_env import SQLEnv, tool_methods  # noqa: E402
 from chat_format import grpo_chat_template, parse_turn, prepare_tokenizer, render_ids, tool_call_text  # noqa: E402
 from spider_data import load_split, to_grpo_rows  # noqa: E402
@@ -59,7 +59,7 @@ def main(base: str, adapter: str, data_dir: str = "/tmp/lp/data") -> None:
         for ids in prompts(tokenizer, data_dir):
             print("first-token top-5:", first_token_top5(model, tokenizer, ids))
             for graphs in (False, True):
-                models.allow_unsloth_decode_graphs(model.config.model_type, graphs)
+                generation.allow_unsloth_decode_graphs(model.config.model_type, graphs)
                 output = model.generate(input_ids=torch.tensor([ids]).cuda(), max_new_tokens=40, do_sample=False)
                 new = output[0][len(ids):].tolist()
                 print(f"  graphs={graphs} ids={new[:24]}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 import types
+from typing import Any
 
 import pytest
 import torch
@@ -137,3 +138,51 @@ def test_a_padded_batch_takes_the_grouped_products(monkeypatch: pytest.MonkeyPat
     expected = reference(attn, query, 30, keep)
     out, _, _ = generation.decode_attention_core(attn, query, 30, keep, 4, True)
     assert torch.allclose(out.double(), expected, atol=1e-5)
+
+
+def test_trl_generation_is_wrapped_caps_inside_closing_inside_timing() -> None:
+    """wrap_trainer's stated order: the innermost call (TRL's) decodes under the turn cap; the closing adds
+    <|im_end|> to a turn cut at </tool_call>; the timer, outermost, sees the turns as TRL will train on them."""
+    import models
+
+    tokenizer = models.build_qwen3_tokenizer()
+    call = tokenizer.encode('<tool_call>\n{"name": "describe", "arguments": {"table": "t"}}\n</tool_call>',
+                            add_special_tokens=False)
+    seen: dict[str, Any] = {}
+
+    class FakeTrainer:
+        generation_config = types.SimpleNamespace(max_new_tokens=512)
+        max_completion_length = 512
+
+        def _generate_single_turn(self, prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> Any:
+            seen["max_new_tokens"] = self.generation_config.max_new_tokens
+            return [list(call) for _ in prompt_ids], None
+
+    def timer(generate_turn: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            completions, logprobs = generate_turn(*args, **kwargs)
+            seen["timed"] = completions
+            return completions, logprobs
+        return timed
+
+    settings = types.SimpleNamespace(stop_at_tool_call=True, cap_turns_at_budget=True, max_turn_tokens=64,
+                                     fast_inference=False, generation_mode_per_rollout=False)
+    trainer = FakeTrainer()
+    assert generation.wrap_trainer(trainer, tokenizer, settings, timer) == list(generation.TURN_WRAPPERS)
+    completions, _ = trainer._generate_single_turn([[1, 2, 3]], None, {})
+    assert seen["max_new_tokens"] == 64  # the cap applied inside, around TRL's own call
+    end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert seen["timed"] == completions == [[*call, end_of_turn]]  # closed before the timer saw it
+    assert trainer.generation_config.max_new_tokens == 512  # and the trainer's own cap given back
+
+
+def test_settings_that_turn_a_wrapper_off_leave_it_out() -> None:
+    class FakeTrainer:
+        def _generate_single_turn(self, prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> Any:
+            return [[7] for _ in prompt_ids], None
+
+    settings = types.SimpleNamespace(stop_at_tool_call=False, cap_turns_at_budget=False, max_turn_tokens=0,
+                                     fast_inference=False, generation_mode_per_rollout=False)
+    trainer = FakeTrainer()
+    assert generation.wrap_trainer(trainer, None, settings) == []
+    assert trainer._generate_single_turn([[1]]) == ([[7]], None)

@@ -18,6 +18,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import generation  # noqa: E402
 import train  # noqa: E402  (imports unsloth first, as train.py must)
 from agent_env import POST_EPISODE_PENALTY, load_gold  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split  # noqa: E402
@@ -582,7 +583,7 @@ def test_the_real_generate_call_decodes_no_more_than_the_rows_have_left(tmp_path
 
 
 def test_episode_budget_is_what_the_rows_left_of_their_prompt_may_still_keep() -> None:
-    budget = train.EpisodeBudget(10)
+    budget = generation.EpisodeBudget(10)
     assert budget.remaining([[1, 2, 3], [1, 2, 3], [7, 8]]) is None  # a first turn: its rows are the prompts
     assert budget.remaining([[1, 2, 3, 4, 5, 6], [7, 8, 9]]) == [7, 9]  # 3 and 1 used
     assert budget.remaining([[1, 2, 3], [7, 8]]) == [10, 10]  # the same prompts again, nothing used yet
@@ -603,7 +604,7 @@ def test_a_capped_turn_gives_the_trainer_its_full_length_back_even_when_generati
 
     trainer = SimpleNamespace(max_completion_length=8, generation_config=SimpleNamespace(max_new_tokens=8),
                               _generate_single_turn=generate)
-    train.cap_turns(trainer)
+    generation.cap_turns(trainer)
     trainer._generate_single_turn([[1, 2]], None, {}, 2)
     trainer._generate_single_turn([[1, 2, 3, 4]], None, {}, num_generations=1)  # 2 used: 6 left
     with pytest.raises(RuntimeError):
@@ -622,7 +623,7 @@ def test_one_generation_mode_per_rollout_enters_it_once_and_changes_no_token_mas
     def count_generation_contexts(trainer: Any) -> None:
         namespace = type(trainer)._generate_single_turn.__globals__
         current = namespace["unwrap_model_for_generation"]
-        scope = current.__self__ if isinstance(getattr(current, "__self__", None), train.GenerationScope) else None
+        scope = current.__self__ if isinstance(getattr(current, "__self__", None), generation.GenerationScope) else None
         per_turn = scope.per_turn if scope is not None else current
         if getattr(per_turn, "counts_entries", False):  # the first run's counter, which the scope took up
             return
