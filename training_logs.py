@@ -273,12 +273,16 @@ def gpu_memory_gib() -> dict[str, float]:
 
 
 def run_summary(log_history: list[dict[str, Any]], skip_first: int = 1) -> str:
-    """One line for the end of a run: median step time after warm-up, reward, peak GPU memory."""
+    """One line for the end of a run: median step time and episodes per second after warm-up, reward, peak GPU
+    memory."""
     step_times = [entry["step_time"] for entry in log_history if "step_time" in entry][skip_first:]
+    speeds = [entry["rollout/episodes_per_s"] for entry in log_history if "rollout/episodes_per_s" in entry]
     rewards = [entry["reward"] for entry in log_history if "reward" in entry]
     parts = [f"{len(rewards)} steps"]
     if step_times:
         parts.append(f"median step time {statistics.median(step_times):.2f} s (after {skip_first} warm-up)")
+    if speeds[skip_first:]:
+        parts.append(f"{statistics.median(speeds[skip_first:]):.2f} episodes/s")
     if rewards:
         parts.append(f"mean reward {statistics.fmean(rewards):.3f}")
     parts += [f"{name.split('/')[-1]} {value:.2f} GiB" for name, value in gpu_memory_gib().items()]

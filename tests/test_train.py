@@ -737,6 +737,21 @@ def test_generation_times_are_per_optimizer_step_whatever_the_logging_interval()
     assert metrics["rollout/generation_calls"] == 1.5 and metrics["rollout/generation_s"] == 2.0
     assert metrics["rollout/generated_tokens"] == 45.5 and metrics["rollout/longest_turn_tokens"] == 40
     assert metrics["rollout/generation_share"] == 0.5
+    # rows x decode steps: 2 x 30 + 2 x 5 + 2 x 40 = 150 row-steps for 91 tokens kept
+    assert metrics["rollout/ended_row_share"] == pytest.approx(1 - 91 / 150)
+    assert "rollout/episodes_per_s" not in metrics  # no episode scored: no speed claimed
+    times.episodes = 12
+    assert times.per_step(2, 4.0)["rollout/episodes_per_s"] == 1.5  # 12 episodes over two steps of 4 s
+
+
+def test_the_run_summary_names_episodes_per_second_after_the_warm_up_step() -> None:
+    from training_logs import run_summary
+
+    history = [{"step_time": 30.0, "rollout/episodes_per_s": 0.2, "reward": 0.1},
+               {"step_time": 3.0, "rollout/episodes_per_s": 2.0, "reward": 0.3},
+               {"step_time": 2.0, "rollout/episodes_per_s": 3.0, "reward": 0.5}]
+    summary = run_summary(history)
+    assert "3 steps" in summary and "median step time 2.50 s" in summary and "2.50 episodes/s" in summary
 
 
 
