@@ -46,12 +46,14 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import BPE
@@ -618,16 +620,79 @@ def file_sha256(path: Path, *, progress: bool = True) -> str:
     return digest.hexdigest()
 
 
+ROWS_PER_DEQUANTIZE_CALL = 64  # rows of a quantized matrix dequantized by one numpy call
+ROWS_PER_THREAD_TASK = 4096  # rows of a quantized matrix dequantized by one task of the thread pool
+
+
+def dequantize_in_row_groups(data: Any, quant_type: Any, pool: Executor | None = None) -> Any:
+    """``gguf.dequantize``, the same floats faster: many rows per numpy call, row ranges in parallel threads.
+
+    gguf dequantizes 16 rows per numpy call, so a (151936, 1536) embedding makes ~9,500 small calls whose
+    Python overhead is most of the time. A quantized row is whole blocks and rows are contiguous, so
+    viewing up to 64 rows as one longer row changes no block, only how many rows each call sees. Numpy
+    lets go of the GIL inside these larger calls, so threads given row ranges of one matrix run together.
+    """
+    from gguf.quants import dequantize  # gguf's own, even while fast_gguf_reading replaces gguf.dequantize
+
+    rows = data.shape[0] if data.ndim == 2 else 1
+    if pool is not None and rows > ROWS_PER_THREAD_TASK:
+        def rows_from(start: int) -> Any:
+            return dequantize_in_row_groups(data[start : start + ROWS_PER_THREAD_TASK], quant_type)
+
+        return np.concatenate(list(pool.map(rows_from, range(0, rows, ROWS_PER_THREAD_TASK))))
+    group = next(size for size in range(min(ROWS_PER_DEQUANTIZE_CALL, rows), 0, -1) if rows % size == 0)
+    if group == 1:
+        return dequantize(data, quant_type)
+    return dequantize(data.reshape(rows // group, -1), quant_type).reshape(rows, -1)
+
+
+def conversion_threads() -> int:
+    """The cores this process may use (its CPU affinity, which containers and taskset narrow)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def fast_gguf_reading(threads: int | None = None):
+    """Within this block, transformers reads each GGUF file once and dequantizes with ``dequantize_in_row_groups``
+    on ``threads`` threads (default: every core this process may use).
+
+    Loading a tokenizer and a model from one GGUF, transformers opens it four times (config and tokenizer,
+    config and weights), and gguf's reader parses the whole metadata each time: for Qwen2.5's 151,936
+    tokens and 151,387 merges that is ~15 s a time on one core, more than the dequantization itself.
+    transformers imports ``GGUFReader`` and ``dequantize`` from gguf when it loads, so replacing the two
+    module attributes here reaches it; both are restored on the way out.
+    """
+    import gguf
+
+    readers: dict[str, Any] = {}
+    open_reader, dequantize = gguf.GGUFReader, gguf.dequantize
+
+    def shared_reader(path: Any, mode: str = "r") -> Any:
+        key = f"{os.path.realpath(path)}:{mode}"
+        if key not in readers:
+            readers[key] = open_reader(path, mode)
+        return readers[key]
+
+    with ThreadPoolExecutor(threads or conversion_threads(), thread_name_prefix="dequantize") as pool:
+        gguf.GGUFReader = shared_reader
+        gguf.dequantize = functools.partial(dequantize_in_row_groups, pool=pool)
+        try:
+            yield
+        finally:
+            gguf.GGUFReader, gguf.dequantize = open_reader, dequantize
+
+
 def convert_gguf(model: PretrainedModel, gguf_dir: Path, out_dir: Path) -> list[str]:
     """Dequantize with transformers' GGUF support, apply the model's fixes, save a Hugging Face folder (bf16)."""
     from transformers import AutoTokenizer, GgufConfig
 
-    tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=GGUF_NAME)
-    # Without the GgufConfig the model loads but save_pretrained refuses: "quantized with GGUF, not serializable".
-    network = AutoModelForCausalLM.from_pretrained(
-        gguf_dir, gguf_file=GGUF_NAME, dtype=torch.bfloat16,
-        quantization_config=GgufConfig(gguf_file=GGUF_NAME, dequantize=True),
-    )
+    with fast_gguf_reading():
+        tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=GGUF_NAME)
+        # Without the GgufConfig the model loads but save_pretrained refuses: "quantized with GGUF, not serializable".
+        network = AutoModelForCausalLM.from_pretrained(
+            gguf_dir, gguf_file=GGUF_NAME, dtype=torch.bfloat16,
+            quantization_config=GgufConfig(gguf_file=GGUF_NAME, dequantize=True),
+        )
     fixes = model.fix_tokenizer(tokenizer)
     fix_model(network, tokenizer, fixes)
     network.save_pretrained(out_dir)

@@ -8,6 +8,7 @@ import unicodedata
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -191,6 +192,66 @@ def test_qwen3_1_7b_config_has_the_real_shapes():
     with torch.device("meta"):  # shapes only, no memory
         model = AutoModelForCausalLM.from_config(config)
     assert sum(parameter.numel() for parameter in model.parameters()) == 1_720_574_976  # Qwen3-1.7B's count
+
+
+# --- reading GGUF files --------------------------------------------------------------------------------------------
+
+
+def random_quantized_rows(quant_type: str, rows: int, columns: int, seed: int = 0) -> np.ndarray:
+    """Quantized rows as a GGUF file stores them: real quantization where gguf implements it (Q8_0, Q5_0),
+    random blocks with a scale of 1.0 for the K-quants the 1.5B uses (gguf only dequantizes those)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+    from gguf.quants import quantize
+
+    generator = np.random.default_rng(seed)
+    kind = GGMLQuantizationType[quant_type]
+    if quant_type in ("Q8_0", "Q5_0"):
+        return quantize(generator.standard_normal((rows, columns), dtype=np.float32), kind)
+    block_size, type_size = GGML_QUANT_SIZES[kind]
+    data = generator.integers(0, 256, (rows, columns // block_size * type_size), dtype=np.uint8)
+    blocks = data.reshape(-1, type_size)
+    one = np.frombuffer(np.float16(1.0).tobytes(), dtype=np.uint8)
+    if quant_type == "Q4_K":  # d and dmin lead the block
+        blocks[:, 0:2] = blocks[:, 2:4] = one
+    else:  # Q6_K: d ends the block
+        blocks[:, -2:] = one
+    return data
+
+
+@pytest.mark.parametrize("quant_type", ["Q8_0", "Q5_0", "Q4_K", "Q6_K"])
+@pytest.mark.parametrize("rows", [1, 7, 64, 130, models.ROWS_PER_THREAD_TASK + 100])
+def test_dequantizing_in_row_groups_gives_ggufs_own_floats(quant_type, rows):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize
+
+    kind = GGMLQuantizationType[quant_type]
+    data = random_quantized_rows(quant_type, rows, 512)
+    expected = dequantize(data, kind)
+    assert np.array_equal(models.dequantize_in_row_groups(data, kind), expected)
+    with ThreadPoolExecutor(2) as pool:
+        assert np.array_equal(models.dequantize_in_row_groups(data, kind, pool), expected)
+
+
+def test_fast_gguf_reading_opens_each_file_once_and_restores_gguf(tmp_path):
+    import gguf
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_tensor("token_embd.weight", np.ones((4, 32), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    reader_class, dequantize = gguf.GGUFReader, gguf.dequantize
+    with models.fast_gguf_reading(threads=2):
+        first = gguf.GGUFReader(str(path))
+        assert gguf.GGUFReader(path) is first and first.tensors[0].name == "token_embd.weight"
+        tensor = first.tensors[0]
+        assert np.array_equal(gguf.dequantize(tensor.data, tensor.tensor_type), np.ones((4, 32), dtype=np.float32))
+    assert (gguf.GGUFReader, gguf.dequantize) == (reader_class, dequantize)
+    assert gguf.GGUFReader(path) is not first
 
 
 # --- real models fetched from PyPI ----------------------------------------------------------------------------------
