@@ -4,6 +4,9 @@
 #   setup          carry .whl .spider.tgz .m/part.08: install the wheels, unpack Spider into /tmp/spider
 #   chunk NN       carry .m/part.NN: one piece of the Qwen2.5-Coder-0.5B GGUF into /tmp/m
 #   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
+#   chunk15 NN     carry .m15/part.NN: one piece of the Qwen2.5-Coder-1.5B GGUF into /tmp/m15 (19 pieces of 58 MB;
+#                  here: python models.py fetch qwen2.5-coder-1.5b-instruct --out DIR keeps its GGUF; split -b 58M -d)
+#   convert15      join and convert the 1.5B into /tmp/q15 (on the machine's 16 cores)
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn;
 #                  PROMPTS=4: the learning proof's 24-episode steps; TVARIANTS: plain TRL's variants;
 #                  BENCH_OUT=NAME: NAME.json and NAME.log, so two benches in one session keep both)
@@ -85,6 +88,17 @@ case "$stage" in
     ;;
   chunk)
     cp ".m/part.$1" /tmp/m/ && ls /tmp/m | tr '\n' ' '
+    ;;
+  chunk15)
+    mkdir -p /tmp/m15 && cp ".m15/part.$1" /tmp/m15/ && ls /tmp/m15 | tr '\n' ' '
+    ;;
+  convert15)
+    if [ ! -f /tmp/q15/source.json ]; then
+      cat /tmp/m15/part.* > /tmp/m15/model.gguf
+      /usr/bin/time -v python3 models.py fetch qwen2.5-coder-1.5b-instruct --gguf /tmp/m15/model.gguf --out /tmp/q15 \
+        --no-progress > "$out/convert15.log" 2>&1 && echo "converted /tmp/q15"
+    fi
+    grep -E "Elapsed|Maximum resident" "$out/convert15.log" || tail -3 "$out/convert15.log"
     ;;
   convert)
     convert; tail -3 "$out/convert.log" 2>/dev/null || true
