@@ -480,8 +480,8 @@ def test_train_only_arms_run_without_evals_and_the_report_shows_them_not_run(
 def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_calling(tmp_path: Path) -> None:
     warm_ups = {name: learning_proof.warm_up_of(arm) for name, arm in learning_proof.ARMS.items()}
     assert warm_ups == {"base": None, "sft": "sft", "easy": "sft", "mixed": "sft", "ng4": "sft", "no-penalty": "sft",
-                        "no-fewshot": "sft", "no-sft": None, "mixed-only": "sft", "sft-habit": "sft-habit",
-                        "easy-habit": "sft-habit", "no-penalty-habit": "sft-habit"}
+                        "no-fewshot": "sft", "no-sft": None, "mixed-only": "sft", "mixed-informative": "sft",
+                        "sft-habit": "sft-habit", "easy-habit": "sft-habit", "no-penalty-habit": "sft-habit"}
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(learning_proof.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
     agent, _, _ = learning_proof.train.parse_config(argv)
