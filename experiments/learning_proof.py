@@ -63,24 +63,15 @@ sys.path.insert(0, str(REPO_DIR))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model here is a local folder
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from proof_arms import ABLATIONS, ARMS, HABIT_SHARE, MAIN_LINE, Arm, warm_up_of  # noqa: E402
+
 import train  # noqa: E402  (imports unsloth before transformers and trl, as the trainer must)
 from eval.__main__ import run as run_eval  # noqa: E402
 
 DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
 DEFAULT_REPORT = REPO_DIR / "docs" / "learning_proof.md"
 HELD_OUT_LIST = REPO_DIR / "experiments" / "heldout_databases.txt"
-MIXED_ONLY_CURRICULUM = REPO_DIR / "experiments" / "mixed_only.yaml"
 HARDNESS = ["easy", "medium", "hard", "extra", "overall"]
-MAIN_LINE = ("base", "sft", "easy", "mixed")
-# The penalty needs something to act on: after the plain warm-up no model calls a tool once it has answered (0
-# post-episode calls in every training episode of every GRPO arm, 2026-12-01..02), so no-penalty from it would
-# train on exactly the rewards of the full setting. This line starts from a warm-up that learned the first run's
-# habit on a share of its episodes (train.py --sft_never_stop_share), and asks whether the penalty removes it.
-# More than half: the evals decode greedily, so a habit learned at under 50% would not show on held-out at all;
-# sampled at temperature 1 in training, some of a group's completions stop and some go on, which is what gives the
-# penalty an advantage to act on (a habit every completion has costs the whole group alike and teaches nothing).
-HABIT_SHARE = 0.6
-ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only", "no-penalty-habit")
 
 # ---------------------------------------------------------------------------------------------- scale
 
@@ -170,41 +161,6 @@ def split_by_database(spider_dir: Path, work: Path, held_out: list[str]) -> Path
 # -------------------------------------------------------------------------------------------- the arms
 
 
-@dataclass(frozen=True)
-class Arm:
-    """One run: which phase, from which arm's adapter (None: the base model), with which extra flags."""
-
-    name: str
-    phase: str | None  # None: no training (the base model is evaluated as it is)
-    start_from: str | None
-    steps_of: str  # which Scale field gives the number of steps
-    flags: tuple[str, ...] = ()
-    # An ablation's full-setting arm: the one it is compared with, from the same warm-up (same seed and scale).
-    ablates: str | None = None
-
-
-ARMS = {
-    "base": Arm("base", None, None, "easy_steps"),
-    "sft": Arm("sft", "sft", None, "easy_steps"),
-    "easy": Arm("easy", "easy", "sft", "easy_steps"),
-    "mixed": Arm("mixed", "mixed", "easy", "mixed_steps"),
-    "ng4": Arm("ng4", "easy", "sft", "easy_steps", ("--num_generations", "4"), ablates="easy"),
-    "no-penalty": Arm("no-penalty", "easy", "sft", "easy_steps", ("--post_episode_penalty", "0"), ablates="easy"),
-    "no-fewshot": Arm("no-fewshot", "easy", "sft", "easy_steps", ("--fewshot_examples", "0"), ablates="easy"),
-    "no-sft": Arm("no-sft", "easy", None, "easy_steps", ablates="easy"),
-    "mixed-only": Arm("mixed-only", "mixed", "sft", "mixed_only_steps",
-                      ("--curriculum", str(MIXED_ONLY_CURRICULUM)), ablates="mixed"),
-    # The sampler's comparison: a question whose last group scored alike waits (sampling.py); mixed carries the easy
-    # phase's history, so questions the easy epoch settled are the first to wait.
-    "mixed-informative": Arm("mixed-informative", "mixed", "easy", "mixed_steps", ("--sampling", "informative"),
-                             ablates="mixed"),
-    "sft-habit": Arm("sft-habit", "sft", None, "easy_steps", ("--sft_never_stop_share", str(HABIT_SHARE))),
-    "easy-habit": Arm("easy-habit", "easy", "sft-habit", "easy_steps"),
-    "no-penalty-habit": Arm("no-penalty-habit", "easy", "sft-habit", "easy_steps", ("--post_episode_penalty", "0"),
-                            ablates="easy-habit"),
-}
-
-
 def steps_for(arm: Arm, scale: Scale) -> int:
     if arm.steps_of == "mixed_only_steps":
         return scale.easy_steps + scale.mixed_steps  # the curriculum's two phases together: the same total
@@ -214,16 +170,6 @@ def steps_for(arm: Arm, scale: Scale) -> int:
 def adapter_of(work: Path, arm: str, seed: int) -> Path:
     phase = ARMS[arm].phase
     return work / f"{arm}-seed{seed}" / str(phase) / "adapter"
-
-
-def warm_up_of(arm: Arm) -> str | None:
-    """The warm-up arm (``--phase sft``) that the arm's chain of start adapters leads back to, the arm itself if it
-    is one; None for the base model and GRPO from it."""
-    while arm.phase != "sft":
-        if arm.start_from is None:
-            return None
-        arm = ARMS[arm.start_from]
-    return arm.name
 
 
 def adapter_digest(adapter: Path) -> str:
