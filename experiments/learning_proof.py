@@ -61,11 +61,10 @@ sys.path.insert(0, str(REPO_DIR))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model here is a local folder
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+# train.py and python -m eval are imported where an arm runs (run_arm), not here: the registry and the report import
+# no trainer, so --report-only and --merge start without unsloth or torch.
 from proof_arms import ARMS, MAIN_LINE, Arm, warm_up_of  # noqa: E402
 from proof_report import HARDNESS, measured, write_report  # noqa: E402
-
-import train  # noqa: E402  (imports unsloth before transformers and trl, as the trainer must)
-from eval.__main__ import run as run_eval  # noqa: E402
 
 DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
 DEFAULT_REPORT = REPO_DIR / "docs" / "learning_proof.md"
@@ -317,6 +316,9 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
             evaluate: bool = True) -> dict[str, Any]:
     """Train (unless base) and evaluate one arm (``evaluate=False``: train only, for an arm that is only the start
     of a later one); returns its results entry."""
+    import train  # imports unsloth before transformers and trl, as the trainer must
+    from eval.__main__ import run as run_eval
+
     started = time.perf_counter()
     entry: dict[str, Any] = {"arm": arm.name, "seed": seed, "scale": scale.name, "model": str(model),
                              "commit": git_commit(), "commands": []}
@@ -386,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
 
     if arguments.quick:
+        # train first: it imports unsloth before transformers and trl (models imports transformers), as the
+        # trainer must.
+        import train  # noqa: F401, I001
         import models
 
         arguments.scale = "quick"

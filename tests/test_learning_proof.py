@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -16,10 +17,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 sys.path.insert(0, str(EXPERIMENTS))
-import learning_proof  # noqa: E402  (imports train, which imports unsloth first)
+import learning_proof  # noqa: E402  (imports no trainer: run_arm imports train where an arm runs)
 import proof_arms  # noqa: E402
 
-import train  # noqa: E402
+import train  # noqa: E402  (imports unsloth before transformers and trl, as the trainer must)
 from spider_data import BUILTIN_DATA_DIR, load_split  # noqa: E402
 
 
@@ -232,7 +233,7 @@ def _fake_train(argv: list[str]) -> str:
 def test_an_arm_records_the_warm_up_it_started_from_and_a_train_only_arm_skips_its_evals(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(train, "main", _fake_train)
-    monkeypatch.setattr(learning_proof, "run_eval", lambda *args, **kwargs: pytest.fail("a train-only arm evaluated"))
+    monkeypatch.setattr("eval.__main__.run", lambda *args, **kwargs: pytest.fail("a train-only arm evaluated"))
     scale, work = learning_proof.SCALES["quick"], tmp_path / "work"
     sft = learning_proof.run_arm(proof_arms.ARMS["sft"], scale, tmp_path, BUILTIN_DATA_DIR, work, 3, evaluate=False)
     assert sft["evals"] == {} and sft["seconds"] == sft["train_seconds"]
@@ -298,3 +299,13 @@ def test_a_habit_arm_records_the_habit_warm_up_as_its_start(tmp_path: Path, monk
     assert entries["sft"]["adapter_digest"] != entries["sft-habit"]["adapter_digest"]
     assert entries["no-penalty-habit"]["warm_up_digest"] == entries["sft-habit"]["adapter_digest"]
 
+
+def test_the_report_alone_loads_no_training_stack(tmp_path: Path) -> None:
+    # A fresh interpreter (in this one train is imported already): --report-only redraws the report without
+    # importing train.py, unsloth or torch.
+    code = ("import sys, learning_proof; "
+            f"learning_proof.main(['--report-only', '--results', {str(tmp_path / 'r.json')!r}, "
+            f"'--report', {str(tmp_path / 'report.md')!r}]); "
+            "print(sorted({'train', 'torch', 'unsloth', 'transformers', 'trl'} & set(sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=EXPERIMENTS, capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "[]" and (tmp_path / "report.md").is_file()
