@@ -1,0 +1,67 @@
+"""The learning proof's arms: which phase each one trains, from which arm's adapter, with which flags, and which
+full setting each ablation is compared with. The runner (learning_proof.py) runs them; the report
+(proof_report.py) orders its rows by them and pairs each ablation with its full setting. Nothing here imports
+the trainer, so the report needs no training stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+MIXED_ONLY_CURRICULUM = Path(__file__).resolve().parent / "mixed_only.yaml"
+MAIN_LINE = ("base", "sft", "easy", "mixed")
+# The penalty needs something to act on: after the plain warm-up no model calls a tool once it has answered (0
+# post-episode calls in every training episode of every GRPO arm, 2026-12-01..02), so no-penalty from it would
+# train on exactly the rewards of the full setting. This line starts from a warm-up that learned the first run's
+# habit on a share of its episodes (train.py --sft_never_stop_share), and asks whether the penalty removes it.
+# More than half: the evals decode greedily, so a habit learned at under 50% would not show on held-out at all;
+# sampled at temperature 1 in training, some of a group's completions stop and some go on, which is what gives the
+# penalty an advantage to act on (a habit every completion has costs the whole group alike and teaches nothing).
+HABIT_SHARE = 0.6
+ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only", "no-penalty-habit")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One run: which phase, from which arm's adapter (None: the base model), with which extra flags."""
+
+    name: str
+    phase: str | None  # None: no training (the base model is evaluated as it is)
+    start_from: str | None
+    steps_of: str  # which Scale field gives the number of steps
+    flags: tuple[str, ...] = ()
+    # An ablation's full-setting arm: the one it is compared with, from the same warm-up (same seed and scale).
+    ablates: str | None = None
+
+
+ARMS = {
+    "base": Arm("base", None, None, "easy_steps"),
+    "sft": Arm("sft", "sft", None, "easy_steps"),
+    "easy": Arm("easy", "easy", "sft", "easy_steps"),
+    "mixed": Arm("mixed", "mixed", "easy", "mixed_steps"),
+    "ng4": Arm("ng4", "easy", "sft", "easy_steps", ("--num_generations", "4"), ablates="easy"),
+    "no-penalty": Arm("no-penalty", "easy", "sft", "easy_steps", ("--post_episode_penalty", "0"), ablates="easy"),
+    "no-fewshot": Arm("no-fewshot", "easy", "sft", "easy_steps", ("--fewshot_examples", "0"), ablates="easy"),
+    "no-sft": Arm("no-sft", "easy", None, "easy_steps", ablates="easy"),
+    "mixed-only": Arm("mixed-only", "mixed", "sft", "mixed_only_steps",
+                      ("--curriculum", str(MIXED_ONLY_CURRICULUM)), ablates="mixed"),
+    # The sampler's comparison: a question whose last group scored alike waits (sampling.py); mixed carries the easy
+    # phase's history, so questions the easy epoch settled are the first to wait.
+    "mixed-informative": Arm("mixed-informative", "mixed", "easy", "mixed_steps", ("--sampling", "informative"),
+                             ablates="mixed"),
+    "sft-habit": Arm("sft-habit", "sft", None, "easy_steps", ("--sft_never_stop_share", str(HABIT_SHARE))),
+    "easy-habit": Arm("easy-habit", "easy", "sft-habit", "easy_steps"),
+    "no-penalty-habit": Arm("no-penalty-habit", "easy", "sft-habit", "easy_steps", ("--post_episode_penalty", "0"),
+                            ablates="easy-habit"),
+}
+
+
+def warm_up_of(arm: Arm) -> str | None:
+    """The warm-up arm (``--phase sft``) that the arm's chain of start adapters leads back to, the arm itself if it
+    is one; None for the base model and GRPO from it."""
+    while arm.phase != "sft":
+        if arm.start_from is None:
+            return None
+        arm = ARMS[arm.start_from]
+    return arm.name

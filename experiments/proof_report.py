@@ -1,0 +1,617 @@
+"""The learning proof's report: docs/learning_proof.md and its figures, drawn from the results file alone.
+
+    python experiments/learning_proof.py --report-only   # the entry point; this module runs nothing itself
+
+Runs pair up by seed, scale and warm-up digest; the statistics (exact McNemar tests on the questions two evals
+disagree on, seeds pooled; Welch and Fisher tests between an ablation and its full setting; reward slopes) feed the
+tables and the plan's verification list. The runner (learning_proof.py) writes the results and calls
+``write_report``; this module imports neither train.py nor torch, so redrawing the report takes no training stack.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from proof_arms import ABLATIONS, ARMS, HABIT_SHARE
+
+# The groups every eval is summarized by (the runner keeps these of each eval report): the table's columns.
+HARDNESS = ["easy", "medium", "hard", "extra", "overall"]
+
+# ------------------------------------------------------------------------------------------------ runs
+
+
+def measured(run: dict[str, Any], eval_name: str, *keys: str) -> float | None:
+    """One number of one eval of a run; None where that eval was not run (a run cut short keeps the rest)."""
+    value: Any = run.get("evals", {}).get(eval_name)
+    for key in keys:
+        if value is None:
+            return None
+        value = value.get(key)
+    return value
+
+
+def curve(run: dict[str, Any], key: str) -> list[float]:
+    return [float(step[key]) for step in run.get("curves", []) if key in step]
+
+
+def line_of(run: dict[str, Any]) -> str:
+    """The report's name for a run's arm: the arm for the gpu scale (every line before the plan's epochs), else
+    ``arm@scale``, so that runs of different scales never pool into one row."""
+    scale = run.get("scale") or "gpu"
+    return run["arm"] if scale == "gpu" else f"{run['arm']}@{scale}"
+
+
+def report_lines(results: dict[str, Any]) -> list[str]:
+    """Every arm of the registry, then the arms of other scales that have runs."""
+    others = sorted({line_of(run) for run in results["runs"].values()} - set(ARMS))
+    return [*ARMS, *others]
+
+
+def runs_of(results: dict[str, Any], arm: str) -> list[dict[str, Any]]:
+    return [run for run in results["runs"].values() if line_of(run) == arm]
+
+
+def runs_by_seed(results: dict[str, Any], arm: str) -> dict[tuple[int, str | None], dict[str, Any]]:
+    """An arm's runs by (seed, scale): the runs of two arms that pair up (one continues the other)."""
+    return {(run["seed"], run.get("scale")): run for run in runs_of(results, arm)}
+
+
+def same_warm_up(run: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two runs of one seed started from the same warm-up. Runs from before the digests were recorded
+    count as the same: each seed's arms then ran from one warm-up in one session."""
+    digests = run.get("warm_up_digest"), other.get("warm_up_digest")
+    return None in digests or digests[0] == digests[1]
+
+
+def pairs_by_seed(results: dict[str, Any], arm: str, other_arm: str,
+                  ) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(seed, run of arm, run of other_arm) for every seed and scale where both ran from the same warm-up."""
+    runs, other_runs = runs_by_seed(results, arm), runs_by_seed(results, other_arm)
+    return [(seed, runs[(seed, scale)], other) for (seed, scale), other in sorted(other_runs.items(), key=str)
+            if (seed, scale) in runs and same_warm_up(runs[(seed, scale)], other)]
+
+
+def ablation_pairs(results: dict[str, Any], ablation: str) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(seed, full-setting run, ablation run) for every seed and scale where an ablation and the arm it ablates both
+    ran from the same warm-up: the only fair comparison, since warm-ups of different seeds differ by about as much
+    as GRPO adds."""
+    return pairs_by_seed(results, str(ARMS[ablation].ablates), ablation)
+
+
+def gains_over_warm_up(results: dict[str, Any], arm: str) -> list[float]:
+    """Held-out overall accuracy of ``arm`` minus that of the warm-up it started from (same seed and scale), per
+    seed."""
+    return [overall - warm_up for _, sft, run in pairs_by_seed(results, "sft", arm)
+            if (overall := measured(run, "heldout", "accuracy", "overall")) is not None
+            and (warm_up := measured(sft, "heldout", "accuracy", "overall")) is not None]
+
+
+# ------------------------------------------------------------------------------------------ statistics
+
+
+def mcnemar_p(gained: int, lost: int) -> float:
+    """Exact two-sided McNemar test on the discordant pairs (questions one arm got right and the other wrong)."""
+    if gained + lost == 0:
+        return 1.0
+    from scipy.stats import binomtest
+
+    return float(binomtest(gained, gained + lost, 0.5).pvalue)
+
+
+def fit_slope(values: list[float]) -> tuple[float, float, float] | None:
+    """OLS slope of values over steps, its standard error and p-value (None when too few points)."""
+    if len(values) < 3 or len(set(values)) < 2:
+        return None
+    from scipy.stats import linregress
+
+    fit = linregress(range(1, len(values) + 1), values)
+    return float(fit.slope), float(fit.stderr), float(fit.pvalue)
+
+
+def per_step_difference_p(key: str, steps: slice = slice(None)) -> Callable[[dict[str, Any], dict[str, Any]],
+                                                                         float | None]:
+    """Welch's t-test between two runs' per-step values of one curve. Unpaired: an ablation's step k need not
+    train on the same questions (without few-shot examples the two example questions stay in the data, so the
+    sampler's order differs)."""
+    def test(full_run: dict[str, Any], ablated_run: dict[str, Any]) -> float | None:
+        full, ablated = curve(full_run, key)[steps], curve(ablated_run, key)[steps]
+        if len(full) < 2 or len(ablated) < 2 or len(set(full)) == len(set(ablated)) == 1:
+            return None  # no spread to judge a difference by
+        from scipy.stats import ttest_ind
+
+        return float(ttest_ind(full, ablated, equal_var=False).pvalue)
+
+    return test
+
+
+def held_out_group_p(group: str) -> Callable[[dict[str, Any], dict[str, Any]], float | None]:
+    """Fisher's exact test on two runs' correct counts of one hardness group of the held-out questions. Unpaired,
+    so conservative: the per-question outcomes that the results keep carry no hardness."""
+    def test(full_run: dict[str, Any], ablated_run: dict[str, Any]) -> float | None:
+        table = []
+        for run in (full_run, ablated_run):
+            accuracy, count = measured(run, "heldout", "accuracy", group), measured(run, "heldout", "n", group)
+            if accuracy is None or not count:
+                return None
+            correct = round(accuracy * count)
+            table.append([correct, count - correct])
+        from scipy.stats import fisher_exact
+
+        return float(fisher_exact(table).pvalue)
+
+    return test
+
+
+@dataclass(frozen=True)
+class QuestionChanges:
+    """Two evals of one held-out split, question by question."""
+
+    questions: int
+    correct_before: int
+    correct_after: int
+    gained: int  # wrong before, right after
+    lost: int
+
+    @property
+    def p(self) -> float:
+        return mcnemar_p(self.gained, self.lost)
+
+
+def question_changes(before_run: dict[str, Any], after_run: dict[str, Any]) -> QuestionChanges | None:
+    """The held-out evals of two runs compared question by question; None unless both kept their outcomes over
+    the same questions (same digest)."""
+    before = before_run.get("evals", {}).get("heldout", {})
+    after = after_run.get("evals", {}).get("heldout", {})
+    if not (before.get("outcomes") and before.get("questions_digest") == after.get("questions_digest")):
+        return None
+    pairs = list(zip(before["outcomes"], after["outcomes"], strict=True))
+    return QuestionChanges(len(pairs), before["outcomes"].count("1"), after["outcomes"].count("1"),
+                           pairs.count(("0", "1")), pairs.count(("1", "0")))
+
+
+def seed_changes(results: dict[str, Any], before_arm: str, after_arm: str) -> list[tuple[Any, QuestionChanges]]:
+    """(seed, changes) for every seed and scale where both arms ran from the same warm-up and their held-out evals
+    pair up question by question."""
+    pairs = [(seed, question_changes(before, after)) for seed, before, after in pairs_by_seed(results, before_arm,
+                                                                                              after_arm)]
+    return [(seed, changes) for seed, changes in pairs if changes is not None]
+
+
+def pooled_changes(seeds: list[QuestionChanges]) -> QuestionChanges:
+    """Seeds together: under "this phase changes nothing", every changed question of every seed is as likely gained
+    as lost, so the seeds' discordant questions add up into one exact test (a single seed's few dozen cannot
+    separate a one- or two-point gain from noise)."""
+    return QuestionChanges(*(sum(getattr(changes, name) for changes in seeds) for name in
+                             ("questions", "correct_before", "correct_after", "gained", "lost")))
+
+
+# ------------------------------------------------------------------------------- the verification list
+
+
+def _mean_spread(values: list[float | None]) -> tuple[float | None, float | None]:
+    measured = [value for value in values if value is not None]
+    if not measured:
+        return None, None
+    return statistics.fmean(measured), (statistics.stdev(measured) if len(measured) > 1 else None)
+
+
+def _cell(values: list[float | None], *, percent: bool = True) -> str:
+    mean, spread = _mean_spread(values)
+    if mean is None:
+        return "not run"
+    count = sum(value is not None for value in values)
+    scale = 100 if percent else 1
+    text = f"{mean * scale:.1f}{'%' if percent else ''}" if percent else f"{mean:.3f}"
+    return text + (f" ± {spread * scale:.1f}" if spread is not None else "") + f" (n={count})"
+
+
+def _pair(full: float | None, ablated: float | None, *, percent: bool) -> str:
+    def text(value: float | None) -> str:
+        return "-" if value is None else (f"{value * 100:.1f}%" if percent else f"{value:.3f}")
+
+    return f"{text(full)} vs {text(ablated)}"
+
+
+def _mean_of(run: dict[str, Any], key: str, steps: slice = slice(None)) -> float | None:
+    values = curve(run, key)[steps]
+    return statistics.fmean(values) if values else None
+
+
+def _verdict_lower(before: list[float | None], after: list[float | None], *, target: float) -> str:
+    before_mean, _ = _mean_spread(before)
+    after_mean, _ = _mean_spread(after)
+    if before_mean is None or after_mean is None:
+        return "not run"
+    if after_mean < target:
+        return f"pass (< {target})"
+    return "fewer, above target" if after_mean < before_mean else "not fewer"
+
+
+def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The plan's verification list: (check, measured, verdict)."""
+    rows = []
+    grpo_runs = [run for run in results["runs"].values() if run.get("curves")]
+    # Runs made before train.py restarted the peak counter per phase logged the peak of the whole process, evals
+    # of earlier arms included (their entries say so): not a measurement of the phase.
+    own_peak = [run for run in grpo_runs if run.get("peak_memory_is_the_phases", True)]
+    peaks = [max(curve(run, "gpu/peak_reserved_gib") or [0.0]) for run in own_peak]
+    peak = max(peaks) if peaks else None
+    excluded = len(grpo_runs) - len(own_peak)
+    rows.append(("no OOM with 6 generations (peak reserved GPU memory, all GRPO arms)",
+                 (f"{peak:.2f} GiB" if peak else "not run")
+                 + (f" ({excluded} run(s) left out: their counter included earlier evals)" if excluded else ""),
+                 "pass" if peak and peak < 22.5 else ("not run" if not peak else "fail")))
+
+    def heldout(arm: str, key: str) -> list[float | None]:
+        return [measured(run, "heldout", key) for run in runs_of(results, arm)]
+
+    base_post, easy_post = heldout("base", "post_episode_calls"), heldout("easy", "post_episode_calls")
+    mixed_post = heldout("mixed", "post_episode_calls")
+    rows.append(("fewer 'Episode is over' calls (held-out, per episode: base -> easy -> mixed)",
+                 f"{_cell(base_post, percent=False)} -> {_cell(easy_post, percent=False)} -> "
+                 f"{_cell(mixed_post, percent=False)}",
+                 _verdict_lower(base_post, mixed_post or easy_post, target=0.05)))
+    rows += penalty_rows(results)
+    rows.append(reward_slope_row([fit_slope(curve(run, "reward")) for run in runs_of(results, "easy")]))
+    rows.append(paired_check(results, "ng4", ("zero-advantage groups, mean share over the phase (6 vs 4 "
+                                              "generations, same warm-up; Welch t-test over steps)"),
+                             lambda run: _mean_of(run, "frac_reward_zero_std"),
+                             percent=True, better="lower", verdicts=("fewer with 6", "not fewer with 6"),
+                             test=per_step_difference_p("frac_reward_zero_std")))
+    train_easy = [value for run in runs_of(results, "easy")
+                  if (value := measured(run, "train_easy", "accuracy", "easy")) is not None]
+    rows.append(("easy above 50% before mixed (train-part easy questions, after the easy phase)", _cell(train_easy),
+                 "pass" if train_easy and min(train_easy) > 0.5 else ("not run" if not train_easy else "fail")))
+    rows += curriculum_target_rows(results)
+    rows.append(relaxed_matching_row(results))
+    few_shot_verdicts = ("higher with examples", "not higher with examples")
+    rows.append(paired_check(results, "no-fewshot", ("few-shot: mean reward of the first 20 steps, with vs without "
+                                                     "examples (same warm-up; Welch t-test over steps)"),
+                             lambda run: _mean_of(run, "reward", slice(0, 20)), percent=False, better="higher",
+                             verdicts=few_shot_verdicts, test=per_step_difference_p("reward", slice(0, 20))))
+    rows.append(paired_check(results, "no-fewshot", ("few-shot: held-out hard accuracy, with vs without examples "
+                                                     "(same warm-up; Fisher exact test)"),
+                             lambda run: measured(run, "heldout", "accuracy", "hard"), percent=True, better="higher",
+                             verdicts=few_shot_verdicts, test=held_out_group_p("hard")))
+    return rows
+
+
+def penalty_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The post-episode penalty against none, from the warm-up that keeps calling after a share of its answers:
+    the calls during training (the last 20 steps, where a learned difference would show) and on held-out."""
+    verdicts = ("fewer with the penalty", "not fewer with the penalty")
+    habit = f"from a warm-up with the habit in {HABIT_SHARE:.0%} of its episodes"
+    last = slice(-20, None)
+    return [paired_check(results, "no-penalty-habit",
+                         (f"the post-episode penalty: calls after the episode per training episode, last 20 steps, "
+                          f"with vs without it ({habit}; Welch t-test over steps)"),
+                         lambda run: _mean_of(run, "episode/post_episode_calls", last), percent=False,
+                         better="lower", verdicts=verdicts,
+                         test=per_step_difference_p("episode/post_episode_calls", last)),
+            paired_check(results, "no-penalty-habit",
+                         f"the post-episode penalty: held-out calls after the episode, with vs without it ({habit})",
+                         lambda run: measured(run, "heldout", "post_episode_calls"), percent=False, better="lower",
+                         verdicts=verdicts)]
+
+
+def relaxed_matching_row(results: dict[str, Any]) -> tuple[str, str, str]:
+    """What the relaxed, type-aware verifier adds to held-out accuracy over the exact text asked for, arm by arm
+    (evals from before 2026-12-02 did not record the exact-text verdict; experiments/verifier_effect.py re-scores
+    any report)."""
+    check = "relaxed, type-aware matching: held-out accuracy, relaxed vs exact text"
+    cells, added = [], []
+    for arm in ARMS:
+        pairs = [(relaxed, exact) for run in runs_of(results, arm)
+                 if (relaxed := measured(run, "heldout", "accuracy", "overall")) is not None
+                 and (exact := measured(run, "heldout", "exact_text_accuracy", "overall")) is not None]
+        if pairs:
+            cells.append(f"{arm} {_cell([relaxed for relaxed, _ in pairs])} vs {_cell([exact for _, exact in pairs])}")
+            added += [relaxed - exact for relaxed, exact in pairs]
+    if not added:
+        return check, ("not recorded by these evals (before 2026-12-02; experiments/verifier_effect.py re-scores "
+                       "a report)"), "not run"
+    return check, "; ".join(cells), f"adds {statistics.fmean(added) * 100:.1f} points (mean of {len(added)} evals)"
+
+
+def paired_check(results: dict[str, Any], ablation: str, check: str, metric: Callable[[dict[str, Any]], float | None],
+                 *, percent: bool, better: str, verdicts: tuple[str, str],
+                 test: Callable[[dict[str, Any], dict[str, Any]], float | None] | None = None) -> tuple[str, str, str]:
+    """A verification row comparing the full setting with one ablation seed by seed (same warm-up); the first
+    verdict only where the full setting is better in every seed, and said to be within the noise where ``test``
+    (a p-value of one seed's two runs) cannot separate a seed's difference from none."""
+    pairs = [(seed, full_run, metric(full_run), metric(ablated_run), test(full_run, ablated_run) if test else None)
+             for seed, full_run, ablated_run in ablation_pairs(results, ablation)]
+    pairs = [pair for pair in pairs if pair[2] is not None and pair[3] is not None]
+    if not pairs:
+        return check, "not run", "not run"
+    text = "; ".join(f"seed {seed}: {_pair(full, ablated, percent=percent)}" + ("" if p is None else f" (p={p:.2g})")
+                     for seed, _, full, ablated, p in pairs)
+    wins = all((full < ablated) if better == "lower" else (full > ablated) for _, _, full, ablated, _ in pairs)
+    verdict = verdicts[0] if wins else verdicts[1]
+    if wins and any(p is not None and p >= 0.05 for *_, p in pairs):
+        verdict += ", within the noise"
+    return check, text, verdict + (" (one seed)" if len(pairs) == 1 else "")
+
+
+def reward_slope_row(fits: list[tuple[float, float, float] | None]) -> tuple[str, str, str]:
+    """The easy phase's reward slope, seed by seed and across seeds: one 40-step run is too short for its own slope
+    to stand out from the noise, but independent seeds whose slopes agree in sign and size are evidence together
+    (one-sample t-test of the per-seed slopes against 0)."""
+    check = "reward slope over the easy phase (per step, OLS ± s.e., p; then across seeds)"
+    slopes = [fit for fit in fits if fit is not None]
+    if not slopes:
+        return check, "not run", "not run"
+    text = "; ".join(f"{s:+.4f} ± {e:.4f} (p={p:.2g})" for s, e, p in slopes)
+    if all(s - 2 * e > 0 for s, e, _ in slopes):
+        return check, text, "rising in every seed"
+    if len(slopes) < 3:
+        return check, text, "not distinguishable from flat"
+    from scipy.stats import ttest_1samp
+
+    values = [s for s, _, _ in slopes]
+    p_value = float(ttest_1samp(values, 0.0).pvalue)
+    text += (f"; across seeds {statistics.fmean(values):+.4f} ± {statistics.stdev(values):.4f} (n={len(values)}, "
+             f"t-test p={p_value:.2g})")
+    rising = p_value < 0.05 and statistics.fmean(values) > 0
+    return check, text, ("rising across seeds, not within one" if rising else "not distinguishable from flat")
+
+
+def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The issue's targets for the curriculum: held-out accuracy and answered share after it, and what GRPO adds
+    over the warm-up it started from (per seed, against the warm-up's spread across seeds)."""
+    mixed_overall = [measured(run, "heldout", "accuracy", "overall") for run in runs_of(results, "mixed")]
+    mixed_answered = [measured(run, "heldout", "answered") for run in runs_of(results, "mixed")]
+    mean_overall, _ = _mean_spread(mixed_overall)
+    mean_answered, _ = _mean_spread(mixed_answered)
+    rows = [("held-out accuracy after the curriculum >= 40% (mixed, overall)", _cell(mixed_overall),
+             "not run" if mean_overall is None else ("pass" if mean_overall >= 0.40 else "fail")),
+            ("answered >= 95% (held-out, after the curriculum)", _cell(mixed_answered),
+             "not run" if mean_answered is None else ("pass" if mean_answered >= 0.95 else "fail"))]
+    gains = gains_over_warm_up(results, "mixed")
+    _, sft_spread = _mean_spread([measured(run, "heldout", "accuracy", "overall") for run in runs_of(results, "sft")])
+    if not gains:
+        verdict = "not run"
+    elif statistics.fmean(gains) < 0.05:
+        verdict = "fail"
+    elif sft_spread is None:
+        verdict = "5 points or more; the seed spread is not measured yet (one warm-up)"
+    else:
+        verdict = "pass" if statistics.fmean(gains) > sft_spread else "within the warm-ups' seed spread"
+    spread_text = f"; warm-ups' spread across seeds ± {sft_spread * 100:.1f}" if sft_spread is not None else ""
+    rows.append((("GRPO (easy + mixed) adds >= 5 points over its warm-up, beyond the seed spread (held-out overall, "
+                  "mixed - sft of the same seed)"),
+                 (_cell(gains).replace("%", " points", 1) + spread_text) if gains else "not run", verdict))
+    # The easy phase has more seeds than the whole line: what it adds by itself, on the same footing.
+    easy_gains = gains_over_warm_up(results, "easy")
+    if not easy_gains:
+        easy_verdict = "not run"
+    elif sft_spread is None:
+        easy_verdict = "see numbers (one warm-up: no seed spread yet)"
+    else:
+        easy_verdict = ("more than the warm-ups' seed spread" if statistics.fmean(easy_gains) > sft_spread
+                        else "within the warm-ups' seed spread")
+    question_text = ""
+    if len(easy_seeds := seed_changes(results, "sft", "easy")) > 1:
+        pooled = pooled_changes([changes for _, changes in easy_seeds])
+        question_text = (f"; question by question over {len(easy_seeds)} seeds: {pooled.gained} gained, "
+                         f"{pooled.lost} lost (p={pooled.p:.2g})")
+        if easy_gains and pooled.gained > pooled.lost and pooled.p < 0.05:
+            # Smaller than what one warm-up differs from another, yet not noise: say both.
+            easy_verdict = f"a gain (question by question), {easy_verdict}"
+    rows.append(("the easy phase alone over its warm-up (held-out overall, easy - sft of the same seed)",
+                 (_cell(easy_gains).replace("%", " points", 1) + spread_text + question_text)
+                 if easy_gains else "not run",
+                 easy_verdict))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- tables
+
+
+PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"))
+
+
+def paired_rows(results: dict[str, Any]) -> list[str]:
+    """Markdown rows comparing consecutive main-line arms of one seed question by question on the held-out split,
+    where both evals kept their outcomes over the same questions; then each pair of arms over its seeds pooled."""
+    def row(seed: str, arms: str, changes: QuestionChanges) -> tuple[str, str]:
+        return seed, (f"| {seed} | {arms} | {changes.questions} | {changes.correct_before} -> "
+                      f"{changes.correct_after} | {changes.gained} | {changes.lost} | {changes.p:.2g} |")
+
+    per_seed, pooled = [], []
+    scales = sorted({f"@{run['scale']}" for run in results["runs"].values() if run.get("scale") not in (None, "gpu")})
+    for before_arm, after_arm in [(before + suffix, after + suffix) for suffix in ["", *scales]
+                                  for before, after in PAIRED_ARMS]:
+        seeds = seed_changes(results, before_arm, after_arm)
+        per_seed += [row(str(seed), f"{before_arm} -> {after_arm}", changes) for seed, changes in seeds]
+        if len(seeds) > 1:
+            pooled.append(row(f"all {len(seeds)}", f"{before_arm} -> {after_arm}",
+                              pooled_changes([changes for _, changes in seeds]))[1])
+    return [text for _, text in sorted(per_seed, key=lambda item: item[0])] + pooled
+
+
+def ablation_rows(results: dict[str, Any]) -> list[str]:
+    """Markdown rows: each ablation against its full setting from the same warm-up, seed by seed."""
+    def heldout(run: dict[str, Any], group: str) -> float | None:
+        return measured(run, "heldout", "accuracy", group)
+
+    rows = []
+    for ablation in ABLATIONS:
+        for seed, full, ablated in ablation_pairs(results, ablation):
+            def both(metric: Callable[[dict[str, Any]], float | None], *, percent: bool,
+                     runs: tuple[dict, dict] = (full, ablated)) -> str:
+                return _pair(metric(runs[0]), metric(runs[1]), percent=percent)
+
+            overall_full, overall_ablated = heldout(full, "overall"), heldout(ablated, "overall")
+            change = ("-" if overall_full is None or overall_ablated is None
+                      else f"{(overall_ablated - overall_full) * 100:+.1f}")
+            changes = question_changes(full, ablated)
+            cells = [ablation, full["arm"], str(seed),
+                     f"{len(full.get('curves', []))} / {len(ablated.get('curves', []))}",
+                     both(lambda run: heldout(run, "overall"), percent=True), change,
+                     f"{changes.gained} / {changes.lost} (p={changes.p:.2g})" if changes else "-",
+                     both(lambda run: heldout(run, "hard"), percent=True),
+                     both(lambda run: _mean_of(run, "frac_reward_zero_std"), percent=True),
+                     both(lambda run: _mean_of(run, "reward", slice(0, 20)), percent=False),
+                     both(lambda run: _mean_of(run, "episode/post_episode_calls"), percent=False)]
+            rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def pooled_lengths(results: dict[str, Any]) -> list[str]:
+    """For each arm whose evaluated runs differ in GRPO steps: which seeds ran how many (the accuracy table pools
+    them, so that a shorter line counts as a line)."""
+    texts = []
+    for arm in ARMS:
+        seeds_by_steps: dict[int, list[str]] = {}
+        for run in runs_of(results, arm):
+            if run.get("evals") and run.get("curves"):
+                seeds_by_steps.setdefault(len(run["curves"]), []).append(str(run["seed"]))
+        if len(seeds_by_steps) > 1:
+            texts.append(f"{arm}: " + ", ".join(f"{steps} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})"
+                                                for steps, seeds in sorted(seeds_by_steps.items(), reverse=True)))
+    return texts
+
+
+# --------------------------------------------------------------------------------------------- figures
+
+
+def moving_average(values: list[float], window: int = 10) -> tuple[range, list[float]]:
+    """Steps 1..n and the mean of each step's last ``window`` values (fewer at the start)."""
+    averaged = [statistics.fmean(values[max(0, i - window + 1): i + 1]) for i in range(len(values))]
+    return range(1, len(values) + 1), averaged
+
+
+def mean_over_runs(curves: list[list[float]]) -> list[float]:
+    """Step by step, the mean of the curves that reach that step (a run cut short leaves the later means)."""
+    length = max((len(values) for values in curves), default=0)
+    return [statistics.fmean(values[step] for values in curves if len(values) > step) for step in range(length)]
+
+
+def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
+    """Reward, zero-advantage share and post-episode calls over steps: one colour per arm, each seed a thin line,
+    the arm's mean over its seeds a thick one."""
+    runs = [run for _, run in sorted(results["runs"].items()) if run.get("curves")]
+    if not runs:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_arm: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_arm.setdefault(line_of(run), []).append(run)
+    # More arms than tab10 has colours: the cycle gives the last ones the colours of base and sft, which have no
+    # curves to draw.
+    palette = plt.get_cmap("tab10").colors
+    colours = {arm: palette[index % len(palette)] for index, arm in enumerate(ARMS)}
+    # Lines of other scales take colours tab10 does not have, so none shares one with a gpu-scale arm.
+    other_scales = [line for line in report_lines(results) if line not in ARMS]
+    extra = ("black", "saddlebrown", "darkcyan", "magenta", "olive", "navy")
+    colours |= {line: extra[index % len(extra)] for index, line in enumerate(other_scales)}
+    folder.mkdir(parents=True, exist_ok=True)
+    figure, axes = plt.subplots(1, 3, figsize=(16, 4))
+    for axis, key, title in ((axes[0], "reward", "reward (group mean)"),
+                             (axes[1], "frac_reward_zero_std", "groups with no reward variance"),
+                             (axes[2], "episode/post_episode_calls", "calls after the episode, per episode")):
+        for arm, arm_runs in by_arm.items():
+            colour = colours.get(arm, "black")
+            smoothed = [moving_average(curve(run, key))[1] for run in arm_runs]
+            for values in smoothed:
+                axis.plot(range(1, len(values) + 1), values, color=colour, alpha=0.3, linewidth=0.8)
+            mean = mean_over_runs(smoothed)
+            seeds = ", ".join(str(run["seed"]) for run in arm_runs)
+            axis.plot(range(1, len(mean) + 1), mean, color=colour, linewidth=2.2,
+                      label=f"{arm}: mean of seeds {seeds}" if len(arm_runs) > 1 else f"{arm}: seed {seeds}")
+            if key == "frac_reward_zero_std" and all(curve(run, "episode/groups_all_correct") for run in arm_runs):
+                # Which of the two kinds of no-variance group: every completion right (dashed) or none (dotted).
+                for kind, style in (("episode/groups_all_correct", "--"), ("episode/groups_none_correct", ":")):
+                    kind_mean = mean_over_runs([moving_average(curve(run, kind))[1] for run in arm_runs])
+                    axis.plot(range(1, len(kind_mean) + 1), kind_mean, color=colour, linestyle=style, linewidth=1.2)
+                axis.set_ylabel("share (dashed: all right, dotted: none)")
+        axis.set_title(title)
+        axis.set_xlabel("GRPO step")
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    figure.suptitle("10-step moving averages: thin lines one seed each, thick lines the arm's mean over its seeds")
+    figure.tight_layout()
+    path = folder / "curves.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return [path]
+
+
+# ------------------------------------------------------------------------------------------ the report
+
+
+def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, results_path: Path) -> None:
+    figures = plot_figures(results, figures_dir)
+    link = os.path.relpath(results_path, report_path.parent)
+    lines = ["# Does the trainer break the plateau? (measured)", "",
+             f"Generated by `python experiments/learning_proof.py` from [{link}]({link}); every number below "
+             "comes from the runs listed at the end, with their commands. Arms that were not run say so.", "",
+             "## Accuracy by hardness on the held-out databases", "",
+             "| arm | " + " | ".join(HARDNESS) + " | answered | post-episode calls | train-part easy |",
+             "|---" * (len(HARDNESS) + 4) + "|"]
+    for arm in report_lines(results):
+        runs = runs_of(results, arm)
+        if not runs:
+            lines.append(f"| {arm} | " + " | ".join(["not run"] * (len(HARDNESS) + 3)) + " |")
+            continue
+        cells = [_cell([measured(run, "heldout", "accuracy", group) for run in runs]) for group in HARDNESS]
+        cells.append(_cell([measured(run, "heldout", "answered") for run in runs]))
+        cells.append(_cell([measured(run, "heldout", "post_episode_calls") for run in runs], percent=False))
+        cells.append(_cell([measured(run, "train_easy", "accuracy", "easy") for run in runs]))
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    lengths = pooled_lengths(results)
+    if lengths:
+        lines += ["", "Pooled runs of different lengths (GRPO steps): " + "; ".join(lengths) + "."]
+    partial = [(key, name, summary) for key, run in sorted(results["runs"].items())
+               for name, summary in run.get("evals", {}).items() if name not in ("heldout", "train_easy")]
+    if partial:  # evals of part of a split, from runs cut short: not comparable with the table above
+        lines += ["", "Evals of part of a split (runs cut short; see the run's note):", "",
+                  "| run | eval | questions | " + " | ".join(HARDNESS) + " |", "|---" * (len(HARDNESS) + 3) + "|"]
+        for key, name, summary in partial:
+            cells = [_cell([summary["accuracy"][group]]).removesuffix(" (n=1)") for group in HARDNESS]
+            lines.append(f"| {key} | {name} | {summary['n']['overall']} | " + " | ".join(cells) + " |")
+    paired = paired_rows(results)
+    if paired:
+        lines += ["", ("Question by question on the held-out databases (same seed; exact McNemar test on the "
+                       "questions that changed):"), "", "| seed | arms | questions | correct | gained | lost | p |",
+                  "|---|---|---|---|---|---|---|", *paired]
+    ablations = ablation_rows(results)
+    lines += ["", "## Ablations against the full setting (same seed, same warm-up)", ""]
+    lines += ([("Each ablation against the arm it changes one thing of, both from the same warm-up; 'full vs "
+                "ablation' in every cell. Held-out accuracy; gained / lost: questions the ablation got right that "
+                "the full setting got wrong, and the reverse (exact McNemar p); zero-advantage share, reward and "
+                "post-episode calls: means over the training steps (reward over the first 20)."), "",
+               ("| ablation | full arm | seed | steps | held-out overall | change (points) | gained / lost | "
+                "held-out hard | zero-advantage share | reward, first 20 steps | post-episode calls |"),
+               "|---|---|---|---|---|---|---|---|---|---|---|", *ablations]
+              if ablations else ["No ablation has run beside its full setting yet."])
+    lines += ["", "## The plan's verification list", "", "| check | measured | verdict |", "|---|---|---|"]
+    lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
+    lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]
+    lines += ["", "## Runs", "", ("| arm | seed | scale | steps | median step (generation) | train+eval wall time "
+                                   "| commit |"), "|---|---|---|---|---|---|---|"]
+    for key in sorted(results["runs"]):
+        run = results["runs"][key]
+        step, generation = curve(run, "step_time"), curve(run, "rollout/generation_s")
+        timing = (f"{statistics.median(step):.2f} s ({statistics.median(generation):.2f} s)"
+                  if step and generation else "-")
+        wall = f"{run['seconds']:.0f} s" + ("" if run.get("evals") or run["arm"] == "base" else " (trained only)")
+        lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {len(run.get('curves', []))} | {timing} | "
+                     f"{wall} | {run['commit']} |")
+    lines += ["", "Commands of each run:", ""]
+    for key in sorted(results["runs"]):
+        lines += [f"- `{key}`:"] + [f"  - `{command}`" for command in results["runs"][key]["commands"]]
+    notes = results.get("notes")
+    if notes:
+        lines += ["", "## Notes", "", notes]
+    report_path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,0 +1,274 @@
+"""experiments/proof_report.py: the learning proof's report drawn from a results file, and the statistics behind
+it (runs paired by seed, scale and warm-up; McNemar, Welch and Fisher tests; reward slopes; seeds pooled). Results
+are built in the test or read from the committed file; nothing here trains or evaluates."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+sys.path.insert(0, str(EXPERIMENTS))
+import proof_report  # noqa: E402
+
+RESULTS = EXPERIMENTS.parent / "docs" / "learning_proof" / "results.json"  # the committed measurements
+
+
+def test_the_report_imports_no_training_stack() -> None:
+    # A fresh interpreter: in this one other tests may have imported torch already.
+    code = ("import sys; import proof_report; "
+            "print(sorted({'train', 'torch', 'unsloth', 'transformers', 'trl'} & set(sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=EXPERIMENTS, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_a_report_of_nothing_yet_says_not_run(tmp_path: Path) -> None:
+    proof_report.write_report({"runs": {}}, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    report = (tmp_path / "report.md").read_text()
+    assert "| base | not run |" in report and "| no OOM with 6 generations" in report
+
+
+def test_a_run_missing_an_eval_shows_not_run_there_and_its_other_numbers(tmp_path: Path) -> None:
+    measured = json.loads(RESULTS.read_text())["runs"]["base/seed0/gpu"]
+    cut_short = dict(measured, arm="sft", evals={"heldout": measured["evals"]["heldout"]})  # no train_easy eval
+    part = dict(measured, arm="easy", evals={"heldout_first150": measured["evals"]["heldout"]})  # part of a split
+    proof_report.write_report({"runs": {"sft/seed0/gpu": cut_short, "easy/seed0/gpu": part}}, tmp_path / "report.md",
+                                tmp_path / "figures", tmp_path / "r.json")
+    lines = (tmp_path / "report.md").read_text().splitlines()
+    row = next(line for line in lines if line.startswith("| sft |"))
+    assert row.startswith("| sft | 0.0% (n=1)") and row.endswith("| not run |")
+    assert next(line for line in lines if line.startswith("| easy |")).startswith("| easy | not run |")
+    assert "| easy/seed0/gpu | heldout_first150 | 614 | 0.0% |" in lines[lines.index(
+        next(line for line in lines if line.startswith("Evals of part of a split"))) + 4]
+
+
+def _heldout(overall: float, outcomes: str = "", digest: str = "d") -> dict:
+    return {"accuracy": {"overall": overall}, "answered": 0.99, "outcomes": outcomes, "questions_digest": digest}
+
+
+def test_arms_of_one_seed_compare_question_by_question_only_over_the_same_questions() -> None:
+    runs = {"sft/seed0/gpu": {"arm": "sft", "seed": 0, "evals": {"heldout": _heldout(0.5, "1100")}},
+            "easy/seed0/gpu": {"arm": "easy", "seed": 0, "evals": {"heldout": _heldout(0.75, "1011")}},
+            "mixed/seed0/gpu": {"arm": "mixed", "seed": 0, "evals": {"heldout": _heldout(1.0, "1111", "other")}}}
+    rows = proof_report.paired_rows({"runs": runs})
+    assert rows == ["| 0 | sft -> easy | 4 | 2 -> 3 | 2 | 1 | 1 |"]  # mixed ran other questions: no pair
+    assert proof_report.mcnemar_p(7, 2) == pytest.approx(0.1797, abs=1e-4)
+    assert proof_report.mcnemar_p(0, 0) == 1.0
+
+
+def test_the_curriculum_targets_fail_below_five_points_and_say_when_the_spread_is_unmeasured() -> None:
+    def results(sft: list[float], mixed: list[float], easy: tuple[float, ...] = ()) -> dict:
+        runs = {f"sft/seed{seed}/gpu": {"arm": "sft", "seed": seed, "evals": {"heldout": _heldout(value)}}
+                for seed, value in enumerate(sft)}
+        runs |= {f"mixed/seed{seed}/gpu": {"arm": "mixed", "seed": seed, "evals": {"heldout": _heldout(value)}}
+                 for seed, value in enumerate(mixed)}
+        runs |= {f"easy/seed{seed}/gpu": {"arm": "easy", "seed": seed, "evals": {"heldout": _heldout(value)}}
+                 for seed, value in enumerate(easy)}
+        return {"runs": runs}
+
+    def verdicts(measured_results: dict) -> list[str]:
+        return [verdict for _, _, verdict in proof_report.curriculum_target_rows(measured_results)]
+
+    assert verdicts({"runs": {}}) == ["not run"] * 4
+    assert verdicts(results([0.420], [0.423]))[:3] == ["pass", "pass", "fail"]  # 40% reached, GRPO added 0.3 points
+    # The easy phase alone, against the same seeds' warm-ups, where it has more seeds than the mixed phase:
+    easy_row = proof_report.curriculum_target_rows(results([0.30, 0.32, 0.31], [0.36], easy=(0.40, 0.33, 0.31)))[3]
+    assert easy_row[1] == "3.7 points ± 5.5 (n=3); warm-ups' spread across seeds ± 1.0"
+    assert easy_row[2] == "more than the warm-ups' seed spread"
+    assert verdicts(results([0.30, 0.45], [0.40], easy=(0.30, 0.46)))[3] == "within the warm-ups' seed spread"
+    assert verdicts(results([0.30], [0.40], easy=(0.35,)))[3].startswith("see numbers")
+    assert verdicts(results([0.30], [0.36]))[0] == "fail"
+    assert verdicts(results([0.30], [0.36]))[2].startswith("5 points or more; the seed spread is not measured")
+    # gains of 10 and 5 points: beyond warm-ups 2 points apart, not beyond warm-ups 15 points apart
+    assert verdicts(results([0.30, 0.32], [0.40, 0.37]))[2] == "pass"
+    assert verdicts(results([0.30, 0.45], [0.40, 0.50]))[2] == "within the warm-ups' seed spread"
+
+
+def test_the_memory_check_leaves_out_peaks_that_included_earlier_evals() -> None:
+    def grpo(peak: float, **flags: bool) -> dict:
+        return {"arm": "easy", "seed": 0, "curves": [{"reward": 0.5, "gpu/peak_reserved_gib": peak}], **flags}
+
+    def memory_row(runs: dict) -> tuple[str, str, str]:
+        return proof_report.verification_rows({"runs": runs})[0]
+
+    assert memory_row({"a": grpo(60.4, peak_memory_is_the_phases=False), "b": grpo(7.0)})[1:] == (
+        "7.00 GiB (1 run(s) left out: their counter included earlier evals)", "pass")
+    assert memory_row({"a": grpo(60.4, peak_memory_is_the_phases=False)})[2] == "not run"
+    assert memory_row({"b": grpo(23.0)})[2] == "fail"
+
+
+def test_what_grpo_adds_is_measured_against_the_warm_up_of_the_same_seed_and_scale() -> None:
+    def run(arm: str, scale: str, overall: float) -> dict:
+        return {"arm": arm, "seed": 0, "scale": scale, "evals": {"heldout": _heldout(overall)}}
+
+    runs = {"sft/seed0/gpu": run("sft", "gpu", 0.40), "sft/seed0/quick": run("sft", "quick", 0.90),
+            "mixed/seed0/gpu": run("mixed", "gpu", 0.46)}
+    (_, gain, _), = [row for row in proof_report.curriculum_target_rows({"runs": runs}) if row[0].startswith("GRPO")]
+    assert gain.startswith("6.0 points (n=1)")  # against the gpu warm-up, not the quick one
+
+
+def test_seeds_pool_into_one_question_by_question_test_where_each_alone_is_too_small() -> None:
+    runs = {}
+    for seed in (0, 1):  # each seed: 3 gained, 1 lost (p = 0.62 alone); together 6 and 2
+        runs[f"sft/seed{seed}/gpu"] = {"arm": "sft", "seed": seed, "evals": {"heldout": _heldout(0.5, "00010000")}}
+        runs[f"easy/seed{seed}/gpu"] = {"arm": "easy", "seed": seed, "evals": {"heldout": _heldout(0.5, "11100000")}}
+    rows = proof_report.paired_rows({"runs": runs})
+    assert rows[:2] == [f"| {seed} | sft -> easy | 8 | 1 -> 3 | 3 | 1 | 0.62 |" for seed in (0, 1)]
+    assert rows[2] == f"| all 2 | sft -> easy | 16 | 2 -> 6 | 6 | 2 | {proof_report.mcnemar_p(6, 2):.2g} |"
+    easy_row = proof_report.curriculum_target_rows({"runs": runs})[3]
+    assert easy_row[1].endswith("question by question over 2 seeds: 6 gained, 2 lost (p=0.29)")
+    assert easy_row[2] == "within the warm-ups' seed spread"  # 6 against 2 is not yet a measurable gain
+    more = dict(runs)
+    for seed in (2, 3, 4):  # 15 gained against 5 lost is
+        more[f"sft/seed{seed}/gpu"] = runs["sft/seed0/gpu"] | {"seed": seed}
+        more[f"easy/seed{seed}/gpu"] = runs["easy/seed0/gpu"] | {"seed": seed}
+    assert proof_report.curriculum_target_rows({"runs": more})[3][2] == (
+        "a gain (question by question), within the warm-ups' seed spread")
+    for seed in (0, 1, 2, 3, 4):  # a 10-point gain in every seed: beyond the warm-ups' spread as well
+        more[f"easy/seed{seed}/gpu"] = more[f"easy/seed{seed}/gpu"] | {"evals": {"heldout": _heldout(0.6, "11100000")}}
+    assert proof_report.curriculum_target_rows({"runs": more})[3][2] == (
+        "a gain (question by question), more than the warm-ups' seed spread")
+    del runs["easy/seed1/gpu"]
+    assert [row for row in proof_report.paired_rows({"runs": runs}) if row.startswith("| all")] == []
+
+
+def _grpo_run(arm: str, seed: int, overall: float, outcomes: str, zero_share: float, reward: float,
+              scale: str = "gpu") -> dict:
+    curves = [{"reward": reward, "frac_reward_zero_std": zero_share, "episode/post_episode_calls": 0.0}] * 3
+    return {"arm": arm, "seed": seed, "scale": scale, "curves": curves,
+            "evals": {"heldout": dict(_heldout(overall, outcomes), accuracy={"overall": overall, "hard": overall})}}
+
+
+def _row(runs: dict, check: str) -> tuple[str, str, str]:
+    """The verification row whose check starts with ``check``."""
+    return next(row for row in proof_report.verification_rows({"runs": runs}) if row[0].startswith(check))
+
+
+def test_an_ablation_is_compared_with_its_full_setting_of_the_same_seed_and_scale_only() -> None:
+    runs = {"easy/seed4/gpu": _grpo_run("easy", 4, 0.75, "1110", zero_share=0.25, reward=0.6),
+            "ng4/seed4/gpu": _grpo_run("ng4", 4, 0.50, "1001", zero_share=0.40, reward=0.5),
+            "ng4/seed5/gpu": _grpo_run("ng4", 5, 0.25, "1000", zero_share=0.50, reward=0.4),  # no easy of seed 5
+            "ng4/seed4/quick": _grpo_run("ng4", 4, 0.0, "0000", zero_share=1.0, reward=0.0, scale="quick")}
+    rows = proof_report.ablation_rows({"runs": runs})
+    assert rows == [("| ng4 | easy | 4 | 3 / 3 | 75.0% vs 50.0% | -25.0 | 1 / 2 (p=1) | 75.0% vs 50.0% | "
+                     "25.0% vs 40.0% | 0.600 vs 0.500 | 0.000 vs 0.000 |")]
+    check = _row(runs, "zero-advantage groups")
+    assert check[1:] == ("seed 4: 25.0% vs 40.0%", "fewer with 6 (one seed)")
+    runs["ng4/seed4/gpu"] = _grpo_run("ng4", 4, 0.50, "1001", zero_share=0.20, reward=0.5)
+    assert _row(runs, "zero-advantage groups")[2] == "not fewer with 6 (one seed)"
+    few_shot = [row for row in proof_report.verification_rows({"runs": runs}) if row[0].startswith("few-shot")]
+    assert [verdict for _, _, verdict in few_shot] == ["not run", "not run"]
+
+
+def test_the_reward_slope_is_judged_across_seeds_when_no_seed_alone_separates_it_from_flat() -> None:
+    noisy_rising = [(0.0046, 0.0032, 0.16), (0.0042, 0.0026, 0.12), (0.0040, 0.0029, 0.18), (0.0019, 0.0028, 0.51)]
+    _, text, verdict = proof_report.reward_slope_row(noisy_rising)
+    assert verdict == "rising across seeds, not within one" and "(n=4, t-test p=0.0089)" in text
+    one_falling = [*noisy_rising[:3], (-0.004, 0.003, 0.2)]
+    assert proof_report.reward_slope_row(one_falling)[2] == "not distinguishable from flat"
+    assert proof_report.reward_slope_row(noisy_rising[:2])[2] == "not distinguishable from flat"
+    assert proof_report.reward_slope_row([(0.01, 0.002, 0.001)])[2] == "rising in every seed"
+    assert proof_report.reward_slope_row([None])[1:] == ("not run", "not run")
+
+
+def test_what_relaxed_matching_adds_is_read_from_evals_that_recorded_the_exact_text_verdict() -> None:
+    def run(arm: str, seed: int, relaxed: float, exact: float | None) -> dict:
+        heldout = _heldout(relaxed) | {"exact_text_accuracy": {"overall": exact}}
+        return {"arm": arm, "seed": seed, "evals": {"heldout": heldout}}
+
+    runs = {"sft/seed0/gpu": run("sft", 0, 0.40, 0.38), "easy/seed0/gpu": run("easy", 0, 0.42, 0.41),
+            "easy/seed1/gpu": run("easy", 1, 0.44, None)}  # an older eval: no exact-text verdict
+    check, text, verdict = proof_report.relaxed_matching_row({"runs": runs})
+    assert text == "sft 40.0% (n=1) vs 38.0% (n=1); easy 42.0% (n=1) vs 41.0% (n=1)"
+    assert verdict == "adds 1.5 points (mean of 2 evals)"
+    assert proof_report.relaxed_matching_row({"runs": {"easy/seed1/gpu": runs["easy/seed1/gpu"]}})[2] == "not run"
+
+
+def test_an_ablations_difference_inside_its_noise_is_said_to_be_so() -> None:
+    def run(arm: str, rewards: list[float], hard: float) -> dict:
+        heldout = _heldout(0.4) | {"accuracy": {"overall": 0.4, "hard": hard}, "n": {"hard": 100}}
+        return {"arm": arm, "seed": 5, "scale": "gpu", "evals": {"heldout": heldout},
+                "curves": [{"reward": reward, "frac_reward_zero_std": 0.3} for reward in rewards]}
+
+    def few_shot_rows(runs: dict) -> list[tuple[str, str, str]]:
+        return [row for row in proof_report.verification_rows({"runs": runs}) if row[0].startswith("few-shot")]
+
+    apart = {"easy/seed5/gpu": run("easy", [0.8, 0.9] * 10, hard=0.30),  # 30 of 100 against 10 of 100
+             "no-fewshot/seed5/gpu": run("no-fewshot", [0.2, 0.3] * 10, hard=0.10)}
+    (_, reward_text, reward_verdict), (_, hard_text, hard_verdict) = few_shot_rows(apart)
+    assert reward_verdict == hard_verdict == "higher with examples (one seed)"
+    assert reward_text.startswith("seed 5: 0.850 vs 0.250 (p=") and hard_text.startswith("seed 5: 30.0% vs 10.0% (p=")
+    close = {"easy/seed5/gpu": run("easy", [0.5, 0.9] * 10, hard=0.12),  # 12 of 100 against 10 of 100
+             "no-fewshot/seed5/gpu": run("no-fewshot", [0.4, 0.9] * 10, hard=0.10)}
+    assert [verdict for *_, verdict in few_shot_rows(close)] == ["higher with examples, within the noise (one seed)"] * 2
+    assert proof_report.held_out_group_p("hard")(close["easy/seed5/gpu"], close["no-fewshot/seed5/gpu"]) > 0.5
+    worse = close | {"easy/seed5/gpu": run("easy", [0.1, 0.2] * 10, hard=0.05)}
+    assert [verdict for *_, verdict in few_shot_rows(worse)] == ["not higher with examples (one seed)"] * 2
+
+
+def test_an_arms_mean_curve_averages_the_seeds_that_reach_each_step() -> None:
+    assert proof_report.mean_over_runs([[0.0, 1.0, 1.0], [1.0, 0.0]]) == [0.5, 0.5, 1.0]
+    assert proof_report.mean_over_runs([]) == []
+
+
+def test_arms_pair_up_only_when_they_started_from_the_same_warm_up() -> None:
+    def run(arm: str, outcomes: str, warm_up: str | None) -> dict:
+        entry = _grpo_run(arm, 6, outcomes.count("1") / 4, outcomes, zero_share=0.25, reward=0.5)
+        return entry if warm_up is None else dict(entry, warm_up_digest=warm_up)
+
+    runs = {"sft/seed6/gpu": run("sft", "1000", "a"), "easy/seed6/gpu": run("easy", "1100", "a"),
+            "mixed/seed6/gpu": run("mixed", "1110", "a"), "mixed-only/seed6/gpu": run("mixed-only", "1111", "a")}
+    assert len(proof_report.paired_rows({"runs": runs})) == 3
+    assert [seed for seed, _, _ in proof_report.ablation_pairs({"runs": runs}, "mixed-only")] == [6]
+    assert proof_report.gains_over_warm_up({"runs": runs}, "mixed") == [0.5]
+    # The warm-up trained again in a later session came out other weights: its arms no longer pair with the
+    # arms of the first one, whatever their seed says.
+    retrained = dict(runs, **{"sft/seed6/gpu": run("sft", "0000", "b"), "mixed-only/seed6/gpu":
+                              run("mixed-only", "1111", "b")})
+    assert proof_report.paired_rows({"runs": retrained}) == ["| 6 | easy -> mixed | 4 | 2 -> 3 | 1 | 0 | 1 |"]
+    assert proof_report.ablation_pairs({"runs": retrained}, "mixed-only") == []
+    assert proof_report.gains_over_warm_up({"runs": retrained}, "mixed") == []
+    # Runs from before the digests were recorded pair as they always did (one session, one warm-up per seed).
+    undigested = {key: {name: value for name, value in entry.items() if name != "warm_up_digest"}
+                  for key, entry in retrained.items()}
+    assert len(proof_report.paired_rows({"runs": undigested})) == 3
+
+
+def test_the_penalty_is_judged_by_the_calls_after_the_episode_with_and_without_it_from_the_habit_warm_up() -> None:
+    def run(arm: str, calls: list[float], held_out_calls: float) -> dict:
+        entry = _grpo_run(arm, 8, 0.5, "1100", zero_share=0.25, reward=0.5)
+        entry["curves"] = [{"reward": 0.5, "episode/post_episode_calls": value} for value in calls]
+        entry["evals"]["heldout"]["post_episode_calls"] = held_out_calls
+        return dict(entry, warm_up_digest="h")
+
+    runs = {"sft-habit/seed8/gpu": dict(run("sft-habit", [], 0.9), curves=[]),
+            "easy-habit/seed8/gpu": run("easy-habit", [1.0] * 10 + [0.4, 0.1] * 10, 0.05),
+            "no-penalty-habit/seed8/gpu": run("no-penalty-habit", [1.0] * 10 + [0.9, 1.1] * 10, 0.8)}
+    training, held_out = (_row(runs, "the post-episode penalty: " + kind) for kind in ("calls", "held-out"))
+    assert training[1].startswith("seed 8: 0.250 vs 1.000 (p=") and training[2] == "fewer with the penalty (one seed)"
+    assert held_out[1:] == ("seed 8: 0.050 vs 0.800", "fewer with the penalty (one seed)")
+    assert [row for row in proof_report.ablation_rows({"runs": runs}) if "| no-penalty-habit | easy-habit |" in row]
+    # A penalty arm from another warm-up is not compared.
+    runs["no-penalty-habit/seed8/gpu"]["warm_up_digest"] = "other"
+    assert _row(runs, "the post-episode penalty: calls")[1:] == ("not run", "not run")
+
+
+def test_the_report_says_which_pooled_runs_are_shorter_and_which_runs_were_only_trained(tmp_path: Path) -> None:
+    def run(arm: str, seed: int, steps: int, evaluated: bool = True) -> dict:
+        entry = _grpo_run(arm, seed, 0.5, "1100", zero_share=0.25, reward=0.5)
+        entry |= {"curves": entry["curves"][:1] * steps, "seconds": 10.0, "commit": "abc1234", "commands": []}
+        return entry if evaluated else dict(entry, evals={})
+
+    runs = {"mixed/seed0/gpu": run("mixed", 0, 40), "mixed/seed2/gpu": run("mixed", 2, 40),
+            "mixed/seed7/gpu": run("mixed", 7, 30), "easy/seed7/gpu": run("easy", 7, 30, evaluated=False),
+            "easy/seed0/gpu": run("easy", 0, 40)}
+    assert proof_report.pooled_lengths({"runs": runs}) == ["mixed: 40 (seeds 0, 2), 30 (seed 7)"]
+    proof_report.write_report({"runs": runs}, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    report = (tmp_path / "report.md").read_text()
+    assert "Pooled runs of different lengths (GRPO steps): mixed: 40 (seeds 0, 2), 30 (seed 7)." in report
+    assert "| easy | 7 | gpu | 30 | - | 10 s (trained only) |" in report
+    assert "| easy | 0 | gpu | 40 | - | 10 s |" in report
