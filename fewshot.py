@@ -18,14 +18,14 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from agent_env import SYSTEM_PROMPT, SQLEnv
+from agent_env import DEFAULT_STEP_BUDGET, SQLEnv
 from chat_format import tool_call_text
 from policies import OraclePolicy, Transcript, play_episode
+from prompt import fewshot_text, system_prompt
 from spider_data import AnswerType, SpiderExample, to_grpo_rows
 from sql_structure import Hardness, tables_used
 
 MAX_TOOL_OUTPUT_LINES = 8
-FEWSHOT_HEADER = "Examples of solved questions (other databases than yours):"
 
 
 @dataclass(frozen=True)
@@ -89,10 +89,7 @@ def render_transcript(transcript: Transcript) -> str:
 
 
 def render_examples(transcripts: list[Transcript]) -> str:
-    if not transcripts:
-        return ""
-    blocks = [f"Example {number}:\n{render_transcript(t)}" for number, t in enumerate(transcripts, start=1)]
-    return FEWSHOT_HEADER + "\n\n" + "\n\n".join(blocks)
+    return fewshot_text([render_transcript(transcript) for transcript in transcripts])
 
 
 @dataclass
@@ -100,7 +97,7 @@ class FewShotPrompt:
     """The system prompt with or without the examples; the switch is shared with the callback."""
 
     examples_text: str
-    base_prompt: str = SYSTEM_PROMPT
+    base_prompt: str = system_prompt(DEFAULT_STEP_BUDGET)
     enabled: bool = True
     example_questions: frozenset[str] = field(default_factory=frozenset)
 

@@ -46,6 +46,7 @@ from chat_format import masked_chat_template, tool_token_ids
 from fewshot import FewShotPrompt, build_fewshot_prompt
 from models import save_tool_token_rows
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
+from prompt import CLOSING_MESSAGE
 from spider_data import SpiderExample, load_split, spread_sample, to_grpo_rows
 
 PHASE_NAME = "sft"
@@ -53,8 +54,6 @@ ADAPTER_DIRNAME = "adapter"
 MODEL_DIRNAME = "model"  # --sft_full_finetune: a whole model, the --model of the GRPO phases
 # LoRA fine-tuning rates are about ten times GRPO's; train.py's 1e-5 default would barely move it.
 SFT_LEARNING_RATE = 2e-4
-# What the assistant says after the answer is recorded: a short turn with no tool call ends TRL's tool loop.
-CLOSING_MESSAGE = "Done."
 IGNORE_INDEX = -100
 
 

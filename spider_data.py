@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
-from agent_env import MAX_ANSWER_CHARS, SYSTEM_PROMPT
+from agent_env import DEFAULT_STEP_BUDGET, MAX_ANSWER_CHARS
+from prompt import system_prompt as build_system_prompt
 from sql_structure import Hardness, SQLStructureError, classify_hardness
 from sqlite_readonly import DatabaseError, ReadOnlyDatabase
 from verifier import format_answer
@@ -294,7 +295,9 @@ def spread_sample(examples: Sequence[T], count: int | None) -> list[T]:
     return [examples[index * len(examples) // count] for index in range(count)]
 
 
-def to_grpo_rows(examples: Iterable[SpiderExample], system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, Any]]:
+def to_grpo_rows(
+    examples: Iterable[SpiderExample], system_prompt: str = build_system_prompt(DEFAULT_STEP_BUDGET)
+) -> list[dict[str, Any]]:
     """Rows for TRL's GRPOTrainer: a chat ``prompt`` plus the columns ``SQLEnv.reset`` reads.
 
     Unusable examples are left out. The table names are not in the prompt: ``SQLEnv.reset``

@@ -38,6 +38,7 @@ from chat_format import (  # noqa: E402
 from eval.model_policy import ModelPolicy  # noqa: E402
 from fewshot import build_fewshot_prompt, render_transcript  # noqa: E402
 from policies import OraclePolicy, play_episode  # noqa: E402
+from prompt import CLOSING_MESSAGE  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
 
 
@@ -58,7 +59,7 @@ def episode() -> list[dict[str, Any]]:
                    and example.question not in fewshot.example_questions)
     row = to_grpo_rows([example], fewshot.system_prompt())[0]
     messages = play_episode(SQLEnv(), row, OraclePolicy()).messages
-    return messages + [{"role": "assistant", "content": sft.CLOSING_MESSAGE}]
+    return messages + [{"role": "assistant", "content": CLOSING_MESSAGE}]
 
 
 def model_turn_ids(tokenizer: Any, message: dict[str, Any]) -> list[int]:
