@@ -17,13 +17,13 @@ import sft  # noqa: E402, I001  (after train: it loads transformers)
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
 from models import build_qwen3_tokenizer, build_tiny_qwen3  # noqa: E402
 from chat_format import masked_chat_template, tool_token_ids  # noqa: E402
-from prompt import CLOSING_MESSAGE  # noqa: E402
+from prompt import CLOSING_MESSAGE, system_prompt  # noqa: E402
 
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return to_grpo_rows(load_split(BUILTIN_DATA_DIR, "train", progress=False).usable()[:4])
+    return to_grpo_rows(load_split(BUILTIN_DATA_DIR, "train", progress=False).usable()[:4], system_prompt(10))
 
 
 def trained_text(tokenizer: Any, encoded: sft.EncodedConversation) -> list[str]:
