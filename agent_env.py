@@ -6,7 +6,8 @@ schema, so the docstrings are written for the model. ``reset`` starts an episode
 row and ``get_reward`` scores it.
 
 Episode rules:
-- the model starts with the question and the table names (``reset``'s observation);
+- the model starts with the question and the table names (``reset``'s observation; the words the model
+  reads besides tool outputs are in prompt.py);
 - each tool call is one step; the episode ends on ``answer`` or when the step budget is spent;
 - every call after the end raises ``ValueError("Episode is over ...")`` and costs
   ``POST_EPISODE_PENALTY`` (the first run's models kept calling tools after answering).
@@ -23,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from prompt import first_observation
 from sql_structure import SQLStructureError, orders_result, tables_used
 from sqlite_readonly import DEFAULT_TIMEOUT_S, QueryResult, ReadOnlyDatabase
-from verifier import ANSWER_FORMAT_HELP, format_answer, format_cell, matches_exact_text, verify_answer
+from verifier import format_answer, format_cell, matches_exact_text, verify_answer
 
 DEFAULT_STEP_BUDGET = 10
 # Tool calls allowed past the budget (training's tool loop and eval alike), so that calls after
@@ -52,17 +54,6 @@ EPISODE_OVER_MESSAGE = (
 NO_EPISODE_MESSAGE = "No episode has started: call reset() with a dataset row first."
 # Methods of SQLEnv that are not tools (TRL's environment_factory exposes every other public method).
 NOT_TOOLS = frozenset({"reset", "get_reward"})
-
-# The tools themselves are listed by the chat template (their schemas come from the docstrings below),
-# so the prompt does not list them again: every token here is read again on every turn of every episode.
-SYSTEM_PROMPT = f"""You answer questions about a SQLite database by calling tools.
-
-Rules:
-- Look at the tables you need, query until you have the result, then call answer exactly once.
-- After answer, stop: any further tool call is an error and lowers your score.
-- You have at most {DEFAULT_STEP_BUDGET} tool calls.
-
-{ANSWER_FORMAT_HELP}"""
 
 
 @dataclass
@@ -267,7 +258,7 @@ class SQLEnv:
         self.episode = EpisodeRecord(question=question, db_path=str(db_path), gold_sql=gold_sql,
                                      penalty_per_post_episode_call=self.post_episode_penalty)
         self._started = True
-        return f"\n\nTables in this database: {', '.join(self._database.table_names())}"
+        return first_observation(self._database.table_names())
 
     def get_reward(self) -> float:
         """The episode's total reward: correctness + capped shaping + post-episode penalty."""

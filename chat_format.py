@@ -1,4 +1,5 @@
-"""What the model sees and writes, defined once for training, the warm-up, evaluation and the few-shot text.
+"""What the model sees and writes, defined once for training, the warm-up, evaluation and the few-shot text: the
+tokens and the call syntax here, the words (system prompt, first observation, ...) in prompt.py.
 
     template = grpo_chat_template(tokenizer)            # what TRL's GRPOTrainer renders episodes with
     stop_ids = turn_stop_ids(tokenizer, eos_ids)        # a turn ends at <|im_end|> or at </tool_call>

@@ -18,14 +18,14 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from agent_env import SYSTEM_PROMPT, SQLEnv
+from agent_env import SQLEnv
 from chat_format import tool_call_text
 from policies import OraclePolicy, Transcript, play_episode
+from prompt import fewshot_text, system_prompt
 from spider_data import AnswerType, SpiderExample, to_grpo_rows
 from sql_structure import Hardness, tables_used
 
 MAX_TOOL_OUTPUT_LINES = 8
-FEWSHOT_HEADER = "Examples of solved questions (other databases than yours):"
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,10 @@ def choose_examples(examples: Iterable[SpiderExample], count: int = 2) -> list[S
     return chosen
 
 
-def play_examples(examples: list[SpiderExample]) -> list[Transcript]:
-    """Run the oracle on each example through the real environment."""
-    env = SQLEnv()
-    return [play_episode(env, row, OraclePolicy()) for row in to_grpo_rows(examples)]
+def play_examples(examples: list[SpiderExample], *, step_budget: int) -> list[Transcript]:
+    """Run the oracle on each example through the real environment, under the run's step budget."""
+    env = SQLEnv(step_budget=step_budget)
+    return [play_episode(env, row, OraclePolicy()) for row in to_grpo_rows(examples, system_prompt(step_budget))]
 
 
 def _shorten(text: str) -> str:
@@ -89,10 +89,7 @@ def render_transcript(transcript: Transcript) -> str:
 
 
 def render_examples(transcripts: list[Transcript]) -> str:
-    if not transcripts:
-        return ""
-    blocks = [f"Example {number}:\n{render_transcript(t)}" for number, t in enumerate(transcripts, start=1)]
-    return FEWSHOT_HEADER + "\n\n" + "\n\n".join(blocks)
+    return fewshot_text([render_transcript(transcript) for transcript in transcripts])
 
 
 @dataclass
@@ -100,7 +97,7 @@ class FewShotPrompt:
     """The system prompt with or without the examples; the switch is shared with the callback."""
 
     examples_text: str
-    base_prompt: str = SYSTEM_PROMPT
+    base_prompt: str  # prompt.system_prompt for the run's step budget
     enabled: bool = True
     example_questions: frozenset[str] = field(default_factory=frozenset)
 
@@ -117,11 +114,13 @@ class FewShotPrompt:
         return rewritten
 
 
-def build_fewshot_prompt(train_examples: list[SpiderExample], count: int = 2) -> FewShotPrompt:
-    """Choose, play and render the examples; ``count=0`` gives a prompt without examples."""
+def build_fewshot_prompt(train_examples: list[SpiderExample], count: int = 2, *, step_budget: int) -> FewShotPrompt:
+    """Choose, play and render the examples; ``count=0`` gives a prompt without examples. The base prompt
+    and the examples' episodes both follow ``step_budget``, the budget the run's own episodes have."""
     chosen = choose_examples(train_examples, count) if count > 0 else []
     return FewShotPrompt(
-        examples_text=render_examples(play_examples(chosen)),
+        examples_text=render_examples(play_examples(chosen, step_budget=step_budget)),
+        base_prompt=system_prompt(step_budget),
         example_questions=frozenset(example.question for example in chosen),
     )
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent_env import TOOL_NAMES, SQLEnv, load_gold, max_tool_calls, tool_methods
+from prompt import TABLES_LABEL
 from sql_structure import SQLStructureError, tables_used
 from verifier import format_answer
 
@@ -178,7 +179,7 @@ class RandomPolicy:
     def next_call(self, messages: list[dict[str, Any]]) -> ToolCall | None:
         self._step += 1
         if self._step == 1:
-            tables = messages[-1]["content"].rsplit("Tables in this database:", 1)[-1].split(",")
+            tables = messages[-1]["content"].rsplit(TABLES_LABEL, 1)[-1].split(",")
             return ToolCall("sample", {"table": self._rng.choice(tables).strip()})
         if self._step == 2:
             lines = [line for line in str(messages[-1]["content"]).splitlines()[1:] if " | " in line or line]

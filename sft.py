@@ -46,6 +46,7 @@ from chat_format import masked_chat_template, tool_token_ids
 from fewshot import FewShotPrompt, build_fewshot_prompt
 from models import save_tool_token_rows
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
+from prompt import CLOSING_MESSAGE
 from spider_data import SpiderExample, load_split, spread_sample, to_grpo_rows
 
 PHASE_NAME = "sft"
@@ -53,8 +54,6 @@ ADAPTER_DIRNAME = "adapter"
 MODEL_DIRNAME = "model"  # --sft_full_finetune: a whole model, the --model of the GRPO phases
 # LoRA fine-tuning rates are about ten times GRPO's; train.py's 1e-5 default would barely move it.
 SFT_LEARNING_RATE = 2e-4
-# What the assistant says after the answer is recorded: a short turn with no tool call ends TRL's tool loop.
-CLOSING_MESSAGE = "Done."
 IGNORE_INDEX = -100
 
 
@@ -346,20 +345,26 @@ def onto_gpu(model: Any) -> Any:
     return model
 
 
-def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -> Path:
-    """train.py's ``--phase sft``: oracle episodes of the train split, generated-token loss; saves the
-    adapter (or, with --sft_full_finetune, the model) and returns its folder."""
-    out_dir = Path(grpo.output_dir) / PHASE_NAME
-    saved_dir = out_dir / (MODEL_DIRNAME if agent.sft_full_finetune else ADAPTER_DIRNAME)
+def warmup_conversations(agent: Any, *, seed: int) -> list[list[dict[str, Any]]]:
+    """The oracle's episodes the warm-up trains on, from train.py's settings (``agent``): usable training
+    questions of ``--sft_hardness``, their prompts and episodes under ``--step_budget``, as GRPO's will be."""
     split = load_split(agent.data_dir, "train", hardness=agent.sft_hardness)
     usable = [example for example in split.usable() if example.gold_row_count <= agent.max_gold_rows]
     usable = spread_sample(usable, agent.max_questions)
     if not usable:
         raise ValueError(f"no usable {'+'.join(agent.sft_hardness)} training questions in {agent.data_dir}:\n"
                          f"{split.summary()}")
-    conversations = oracle_conversations(
-        rows_with_both_prompts(usable, build_fewshot_prompt(split.usable(), agent.fewshot_examples)),
-        step_budget=agent.step_budget, never_stop_share=agent.sft_never_stop_share, seed=grpo.seed)
+    fewshot = build_fewshot_prompt(split.usable(), agent.fewshot_examples, step_budget=agent.step_budget)
+    return oracle_conversations(rows_with_both_prompts(usable, fewshot), step_budget=agent.step_budget,
+                                never_stop_share=agent.sft_never_stop_share, seed=seed)
+
+
+def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -> Path:
+    """train.py's ``--phase sft``: oracle episodes of the train split, generated-token loss; saves the
+    adapter (or, with --sft_full_finetune, the model) and returns its folder."""
+    out_dir = Path(grpo.output_dir) / PHASE_NAME
+    saved_dir = out_dir / (MODEL_DIRNAME if agent.sft_full_finetune else ADAPTER_DIRNAME)
+    conversations = warmup_conversations(agent, seed=grpo.seed)
     template = masked_chat_template(tokenizer)
     data = [encode_conversation(tokenizer, messages, template) for messages in conversations]
     settings = SFTSettings(

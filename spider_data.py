@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
-from agent_env import MAX_ANSWER_CHARS, SYSTEM_PROMPT
+from agent_env import MAX_ANSWER_CHARS
 from sql_structure import Hardness, SQLStructureError, classify_hardness
 from sqlite_readonly import DatabaseError, ReadOnlyDatabase
 from verifier import format_answer
@@ -294,11 +294,12 @@ def spread_sample(examples: Sequence[T], count: int | None) -> list[T]:
     return [examples[index * len(examples) // count] for index in range(count)]
 
 
-def to_grpo_rows(examples: Iterable[SpiderExample], system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, Any]]:
+def to_grpo_rows(examples: Iterable[SpiderExample], system_prompt: str) -> list[dict[str, Any]]:
     """Rows for TRL's GRPOTrainer: a chat ``prompt`` plus the columns ``SQLEnv.reset`` reads.
 
     Unusable examples are left out. The table names are not in the prompt: ``SQLEnv.reset``
-    appends them, so training and evaluation show the model the same first message.
+    appends them, so training and evaluation show the model the same first message. The system prompt
+    has no default: it states the step budget (``prompt.system_prompt``), which is the caller's setting.
     """
     return [
         {

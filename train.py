@@ -58,9 +58,10 @@ from trl import GRPOConfig, GRPOTrainer, TrlParser  # noqa: E402
 import generation  # noqa: E402
 import models  # noqa: E402
 import sft  # noqa: E402
-from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SYSTEM_PROMPT, SQLEnv, max_tool_calls  # noqa: E402
+from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SQLEnv, max_tool_calls  # noqa: E402
 from chat_format import ModelFolderError, check_model_folder  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
+from prompt import system_prompt  # noqa: E402
 from sampling import InformativeSampler, question_key  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, spread_sample, to_grpo_rows  # noqa: E402
 from training_logs import RolloutLogger, plot_training_curves, run_summary, start_gpu_memory_accounting  # noqa: E402
@@ -508,7 +509,7 @@ def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> 
     summary = split.summary()
     all_usable = split.usable()
     usable = [example for example in all_usable if example.gold_row_count <= agent.max_gold_rows]
-    fewshot = build_fewshot_prompt(all_usable, fewshot_examples)
+    fewshot = build_fewshot_prompt(all_usable, fewshot_examples, step_budget=agent.step_budget)
     training = [example for example in usable if example.question not in fewshot.example_questions]
     training = spread_sample(training, agent.max_questions)
     if not training:
@@ -730,7 +731,7 @@ def embedded_warmup_model(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: s
     source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
     train_file = Path(agent.data_dir) / "train_spider.json"
     key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
-                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, SYSTEM_PROMPT]
+                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, system_prompt(agent.step_budget)]
     key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
     cache = models.model_cache_dir().parent / "warmups" / f"{source['name']}-{key}"
     warmed = cache / sft.PHASE_NAME / sft.MODEL_DIRNAME

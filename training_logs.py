@@ -30,7 +30,7 @@ from accelerate.utils import gather_object
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from agent_env import tool_error_rate, unknown_tool_calls
-from fewshot import FEWSHOT_HEADER
+from prompt import FEWSHOT_HEADER
 from sampling import InformativeSampler, question_key
 
 # Curves worth looking at, by the key TRL or episode_metrics logs them under.

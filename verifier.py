@@ -3,7 +3,7 @@
 verify_answer reads the answer as written and unwrapped (unwrap_answer), parses each reading into the
 row sets it could mean (candidate_row_sets), and accepts if any of them matches the gold rows
 (rows_match_ordered / rows_match_unordered), each cell compared by the gold cell's type (gold_key,
-cell_key, numbers_close). format_answer writes gold rows the way ANSWER_FORMAT_HELP asks the model to.
+cell_key, numbers_close). format_answer writes gold rows the way prompt.ANSWER_FORMAT_HELP asks the model to.
 
 Pure functions only: no I/O, no state. Each normalisation is one named function whose docstring says
 what it accepts; tests/test_verifier.py holds one table per family of answers.
@@ -16,15 +16,6 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
-
-ANSWER_FORMAT_HELP = (
-    "Write only the answer, with no extra words:\n"
-    "- one value: the value alone, e.g. 42 or Paris\n"
-    "- a list of values: separated by commas, e.g. Paris, Rome, Oslo "
-    "(one value per line if a value contains a comma)\n"
-    "- a table: one row per line, cells separated by ' | ', e.g. Paris | 3\n"
-    "- NULL for a missing value; NONE if there are no rows; numbers as plain digits, e.g. 1234.5"
-)
 
 RELATIVE_TOLERANCE = 0.01  # float cells: 1% of the larger magnitude ...
 ABSOLUTE_TOLERANCE = 1e-6  # ... or this much, for values near zero
@@ -59,8 +50,8 @@ def format_cell(value: object) -> str:
 
 
 def format_answer(rows: Sequence[Sequence[object]]) -> str:
-    """Gold rows written exactly as ANSWER_FORMAT_HELP asks: NONE for no rows, a 1x1 result as the value,
-    one column as `a, b, c` (one value per line if any value holds a comma), else `a | b` lines."""
+    """Gold rows written exactly as prompt.ANSWER_FORMAT_HELP asks: NONE for no rows, a 1x1 result as the
+    value, one column as `a, b, c` (one value per line if any value holds a comma), else `a | b` lines."""
     if not rows:
         return "NONE"
     cells = [[format_cell(value) for value in row] for row in rows]
@@ -427,8 +418,8 @@ def _augment(start: int, options, capacity: list[int], holders: list[set[int]]) 
 
 def matches_exact_text(predicted: object, gold_rows: Sequence[Sequence[object]]) -> bool:
     """What a verifier without this module's relaxations accepts: the answer's text, surrounding whitespace
-    stripped, equal to format_answer(gold_rows), the format ANSWER_FORMAT_HELP asks for (so also the gold rows'
-    order). No reward uses it: it measures how many right answers only the relaxed reading accepts."""
+    stripped, equal to format_answer(gold_rows), the format prompt.ANSWER_FORMAT_HELP asks for (so also the
+    gold rows' order). No reward uses it: it measures how many right answers only the relaxed reading accepts."""
     text = predicted if isinstance(predicted, str) else str(predicted)
     return text.strip() == format_answer(gold_rows)
 

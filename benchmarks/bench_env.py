@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_env import SQLEnv
+from agent_env import DEFAULT_STEP_BUDGET, SQLEnv
+from prompt import system_prompt
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows
 
 SPIDER_DB = "college_2"  # a larger real database: 11 tables, thousands of rows
@@ -20,7 +21,7 @@ SPIDER_DB = "college_2"  # a larger real database: 11 tables, thousands of rows
 
 def episode_env(data_dir: Path, db_id: str | None = None) -> tuple[SQLEnv, dict]:
     split = load_split(data_dir, "train", db_ids=[db_id] if db_id else None, limit=1, progress=False)
-    row = to_grpo_rows(split.usable())[0]
+    row = to_grpo_rows(split.usable(), system_prompt(DEFAULT_STEP_BUDGET))[0]
     env = SQLEnv(step_budget=10**9)  # the budget would end the episode mid-benchmark
     env.reset(**row)
     return env, row

@@ -30,6 +30,7 @@ from eval.checkpoint import import_unsloth, load_checkpoint, load_with_unsloth
 from eval.model_policy import Completion, ModelPolicy, TurnDecision
 from eval.runner import EpisodeEnd, StopReason, play_batched, play_scripted
 from policies import OraclePolicy, initial_messages
+from prompt import system_prompt
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows
 
 # None of the imports above loads transformers; unsloth must come before it (it patches it and trl).
@@ -84,7 +85,8 @@ def rollouts(policy: ModelPolicy, rows: list[dict[str, Any]], batch_size: int) -
 
 
 def builtin_rows(count: int | None = None) -> list[dict[str, Any]]:
-    return to_grpo_rows(load_split(BUILTIN_DATA_DIR, "train", progress=False).examples)[:count]
+    return to_grpo_rows(load_split(BUILTIN_DATA_DIR, "train", progress=False).examples,
+                        system_prompt(DEFAULT_STEP_BUDGET))[:count]
 
 
 # --- the environment alone ------------------------------------------------------------------------
@@ -109,7 +111,8 @@ def test_oracle_episodes_per_second_on_builtin_data(benchmark: Any, capsys: pyte
 def test_oracle_episodes_per_second_on_real_spider(
     benchmark: Any, capsys: pytest.CaptureFixture, spider_path: Path
 ) -> None:
-    rows = to_grpo_rows(load_split(spider_path, "train", progress=False).examples[::SPIDER_STRIDE])
+    rows = to_grpo_rows(load_split(spider_path, "train", progress=False).examples[::SPIDER_STRIDE],
+                        system_prompt(DEFAULT_STEP_BUDGET))
     oracle_throughput(benchmark, capsys, rows, f"oracle through SQLEnv, every {SPIDER_STRIDE}th Spider train question")
 
 

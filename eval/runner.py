@@ -38,6 +38,7 @@ from policies import (
     play_episode,
     run_tool,
 )
+from prompt import system_prompt
 from spider_data import SpiderExample, SpiderSplit, to_grpo_rows
 
 # Tool outputs are cut to this many characters in the records (a report over 7,000 questions
@@ -287,7 +288,7 @@ def play_split(
 ) -> list[QuestionRecord]:
     """Play every usable question of a split; returns one record per question, in the split's order."""
     usable = split.usable()
-    rows = to_grpo_rows(usable)
+    rows = to_grpo_rows(usable, system_prompt(step_budget))  # the prompt states the budget the episodes have
     records: list[QuestionRecord | None] = [None] * len(usable)
     if isinstance(policy, BatchPolicy):
         played = play_batched(rows, policy, step_budget=step_budget, batch_size=batch_size)

@@ -17,6 +17,7 @@ from eval.model_policy import ModelPolicy, decide_turn
 from eval.report import NO_QUERY_SQL, write_report
 from eval.runner import StopReason, play_batched, play_split
 from policies import OraclePolicy, ToolCall
+from prompt import system_prompt
 from spider_data import SpiderSplit, load_split, to_grpo_rows
 
 # --- parsing a turn -------------------------------------------------------------------------------
@@ -110,7 +111,7 @@ def builtin_sample(builtin_data_dir: Path) -> SpiderSplit:
 
 
 def test_a_model_writing_the_oracles_calls_scores_like_the_oracle(tokenizer: Any, builtin_sample: SpiderSplit) -> None:
-    model = OracleWritingModel(tokenizer, to_grpo_rows(builtin_sample.examples))
+    model = OracleWritingModel(tokenizer, to_grpo_rows(builtin_sample.examples, system_prompt(10)))
     records = play_split(builtin_sample, ModelPolicy(model, tokenizer), batch_size=4, progress=False)
     oracle = play_split(builtin_sample, OraclePolicy(), progress=False)
     assert [record.correct for record in records] == [True] * len(records)
@@ -124,7 +125,7 @@ def test_a_model_writing_the_oracles_calls_scores_like_the_oracle(tokenizer: Any
 def test_the_model_sees_exactly_what_trl_renders(tokenizer: Any, builtin_sample: SpiderSplit) -> None:
     """Context grown by concatenation (generated tokens, then rendered tool replies) equals one render of the
     whole conversation with TRL's training template: the token sequence training scored."""
-    rows = to_grpo_rows(builtin_sample.examples)
+    rows = to_grpo_rows(builtin_sample.examples, system_prompt(10))
     model = OracleWritingModel(tokenizer, rows)
     policy = ModelPolicy(model, tokenizer)
     for index, messages, episode, _ in play_batched(rows, policy, step_budget=10, batch_size=3):

@@ -24,14 +24,16 @@ import torch  # noqa: E402
 from eval.checkpoint import load_with_unsloth  # noqa: E402
 
 import generation  # noqa: E402
-from agent_env import SQLEnv, tool_methods  # noqa: E402
+from agent_env import DEFAULT_STEP_BUDGET, SQLEnv, tool_methods  # noqa: E402
 from chat_format import grpo_chat_template, parse_turn, prepare_tokenizer, render_ids, tool_call_text  # noqa: E402
+from prompt import system_prompt  # noqa: E402
 from spider_data import load_split, to_grpo_rows  # noqa: E402
 
 
 def prompts(tokenizer, data_dir: str, count: int = 2) -> list[list[int]]:
     env, result = SQLEnv(), []
-    for row in to_grpo_rows(load_split(data_dir, "dev", progress=False).usable()[:count]):
+    questions = load_split(data_dir, "dev", progress=False).usable()[:count]
+    for row in to_grpo_rows(questions, system_prompt(DEFAULT_STEP_BUDGET)):
         messages = [dict(message) for message in row["prompt"]]
         messages[-1]["content"] += env.reset(**row)
         result.append(render_ids(tokenizer, messages, template=grpo_chat_template(tokenizer),

@@ -6,7 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from agent_env import SYSTEM_PROMPT
+from agent_env import DEFAULT_STEP_BUDGET
+from prompt import system_prompt
 
 
 def make_shop_database(path: Path) -> Path:
@@ -32,7 +33,8 @@ def make_shop_database(path: Path) -> Path:
 
 def shop_row(db_path: Path, question: str, gold_sql: str) -> dict[str, Any]:
     return {
-        "prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}],
+        "prompt": [{"role": "system", "content": system_prompt(DEFAULT_STEP_BUDGET)},
+                   {"role": "user", "content": question}],
         "db_path": str(db_path),
         "question": question,
         "gold_sql": gold_sql,

@@ -24,7 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import train  # noqa: E402,F401  (imports unsloth first, as train.py must)
 import sft  # noqa: E402
-from agent_env import SQLEnv, tool_methods  # noqa: E402
+from agent_env import DEFAULT_STEP_BUDGET, SQLEnv, tool_methods  # noqa: E402
 from chat_format import (  # noqa: E402
     TOOL_CALL_END,
     close_tool_call_turn,
@@ -38,6 +38,7 @@ from chat_format import (  # noqa: E402
 from eval.model_policy import ModelPolicy  # noqa: E402
 from fewshot import build_fewshot_prompt, render_transcript  # noqa: E402
 from policies import OraclePolicy, play_episode  # noqa: E402
+from prompt import CLOSING_MESSAGE, system_prompt  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
 
 
@@ -63,12 +64,12 @@ def tokenizer(request: pytest.FixtureRequest) -> Any:
 def episode() -> list[dict[str, Any]]:
     """The oracle's messages for a two-table question, with the few-shot system prompt, closed by "Done."."""
     usable = load_split(BUILTIN_DATA_DIR, "train", progress=False).usable()
-    fewshot = build_fewshot_prompt(usable, 2)
+    fewshot = build_fewshot_prompt(usable, 2, step_budget=DEFAULT_STEP_BUDGET)
     example = next(example for example in usable if example.hardness.value == "medium"
                    and example.question not in fewshot.example_questions)
     row = to_grpo_rows([example], fewshot.system_prompt())[0]
     messages = play_episode(SQLEnv(), row, OraclePolicy()).messages
-    return messages + [{"role": "assistant", "content": sft.CLOSING_MESSAGE}]
+    return messages + [{"role": "assistant", "content": CLOSING_MESSAGE}]
 
 
 def model_turn_ids(tokenizer: Any, message: dict[str, Any]) -> list[int]:
@@ -139,7 +140,7 @@ def test_fewshot_examples_show_tool_calls_as_the_model_writes_them(tokenizer: An
                                                                    episode: list[dict[str, Any]]) -> None:
     """The few-shot text holds each call exactly as the template renders it in an assistant turn."""
     usable = load_split(BUILTIN_DATA_DIR, "train", progress=False).usable()
-    row = to_grpo_rows(usable[:1])[0]
+    row = to_grpo_rows(usable[:1], system_prompt(DEFAULT_STEP_BUDGET))[0]
     transcript = play_episode(SQLEnv(), row, OraclePolicy())
     shown = render_transcript(transcript)
     for message in transcript.messages:

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from tqdm import tqdm
 
-from agent_env import POST_EPISODE_PENALTY, SQLEnv
+from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SQLEnv
 from policies import NEVER_STOP_EXTRA_CALLS, OraclePolicy, make_policy, play_episode
+from prompt import system_prompt
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows
 from tests.helpers import make_shop_database, shop_row
 
@@ -50,7 +51,8 @@ def test_never_stopping_policy_pays_the_post_episode_penalty(row: dict) -> None:
 
 def test_random_policy_is_rarely_right() -> None:
     """One random policy (its generator runs on from episode to episode) over 40 different questions."""
-    rows = to_grpo_rows(load_split(BUILTIN_DATA_DIR, "dev", progress=False).usable()[:40])
+    rows = to_grpo_rows(load_split(BUILTIN_DATA_DIR, "dev", progress=False).usable()[:40],
+                        system_prompt(DEFAULT_STEP_BUDGET))
     policy, env = make_policy("random"), SQLEnv()
     answers = [play_episode(env, row, policy).episode for row in rows]
     assert len({episode.answer for episode in answers}) > 10  # the episodes really differ
@@ -64,7 +66,8 @@ def test_unknown_policy_lists_the_choices() -> None:
 
 def test_oracle_is_correct_on_every_builtin_question(builtin_data_dir: Path) -> None:
     for split_name in ("train", "dev"):
-        rows = to_grpo_rows(load_split(builtin_data_dir, split_name, progress=False).examples)
+        rows = to_grpo_rows(load_split(builtin_data_dir, split_name, progress=False).examples,
+                            system_prompt(DEFAULT_STEP_BUDGET))
         wrong = [r["question"] for r in rows if not play_episode(SQLEnv(), r, OraclePolicy()).episode.is_correct]
         assert not wrong
 
@@ -72,7 +75,8 @@ def test_oracle_is_correct_on_every_builtin_question(builtin_data_dir: Path) -> 
 @pytest.mark.spider
 @pytest.mark.slow
 def test_oracle_is_correct_on_every_usable_real_spider_question(spider_path: Path) -> None:
-    rows = to_grpo_rows(load_split(spider_path, "train", progress=False).examples)
+    rows = to_grpo_rows(load_split(spider_path, "train", progress=False).examples,
+                        system_prompt(DEFAULT_STEP_BUDGET))
     env, oracle = SQLEnv(), OraclePolicy()
     wrong = []
     for row in tqdm(rows, desc="oracle on Spider train", mininterval=5):

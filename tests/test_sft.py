@@ -17,12 +17,13 @@ import sft  # noqa: E402, I001  (after train: it loads transformers)
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
 from models import build_qwen3_tokenizer, build_tiny_qwen3  # noqa: E402
 from chat_format import masked_chat_template, tool_token_ids  # noqa: E402
+from prompt import CLOSING_MESSAGE, system_prompt  # noqa: E402
 
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return to_grpo_rows(load_split(BUILTIN_DATA_DIR, "train", progress=False).usable()[:4])
+    return to_grpo_rows(load_split(BUILTIN_DATA_DIR, "train", progress=False).usable()[:4], system_prompt(10))
 
 
 def trained_text(tokenizer: Any, encoded: sft.EncodedConversation) -> list[str]:
@@ -47,7 +48,7 @@ def test_only_what_the_model_generates_is_trained(rows: list[dict[str, Any]]) ->
     for run, call in zip(runs, calls, strict=False):
         assert run.startswith("<tool_call>\n") and run.endswith("</tool_call><|im_end|>")
         assert json.loads(run.removeprefix("<tool_call>\n").removesuffix("\n</tool_call><|im_end|>")) == call
-    assert runs[-1] == sft.CLOSING_MESSAGE + "<|im_end|>"
+    assert runs[-1] == CLOSING_MESSAGE + "<|im_end|>"
     assert "<think>" not in "".join(runs)  # the generation prompt holds the empty think block; it is not trained
 
 
@@ -59,7 +60,7 @@ def test_oracle_episodes_end_after_the_answer_unless_the_habit_is_asked_for(rows
     assert all(calls_after_answer(c) == 0 for c in sft.oracle_conversations(rows, step_budget=10))
     habit = sft.oracle_conversations(rows, step_budget=10, never_stop_share=1.0)
     assert all(calls_after_answer(c) > 0 for c in habit)
-    assert all(c[-1] == {"role": "assistant", "content": sft.CLOSING_MESSAGE} for c in habit)
+    assert all(c[-1] == {"role": "assistant", "content": CLOSING_MESSAGE} for c in habit)
 
 
 def test_learning_rate_warms_up_then_decays() -> None:

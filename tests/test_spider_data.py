@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_env import DEFAULT_STEP_BUDGET
+from prompt import system_prompt
 from spider_data import AnswerType, SkipReason, infer_answer_type, load_split, to_grpo_rows
 from tests.helpers import make_shop_database
 
@@ -84,7 +86,7 @@ def test_missing_folder_and_malformed_files_get_clear_errors(tmp_path: Path) -> 
 
 
 def test_grpo_rows_carry_prompt_and_reset_columns(shop_dir: Path) -> None:
-    rows = to_grpo_rows(load_split(shop_dir, progress=False).examples)
+    rows = to_grpo_rows(load_split(shop_dir, progress=False).examples, system_prompt(DEFAULT_STEP_BUDGET))
     assert len(rows) == 2
     row = rows[0]
     assert [message["role"] for message in row["prompt"]] == ["system", "user"]

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prompt import ANSWER_FORMAT_HELP
 from tests.helpers import LARGE_RESULT_ROWS
 from verifier import (
-    ANSWER_FORMAT_HELP,
     cell_key,
     cell_matches,
     collapse_whitespace,
