@@ -22,7 +22,11 @@ from __future__ import annotations
 import os
 import sys
 
-import torch
+import library_noise
+
+library_noise.silence()  # before the libraries load: some of their notices come at import time
+
+import torch  # noqa: E402
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("UNSLOTH_DISABLE_STATISTICS", "1")
@@ -37,7 +41,8 @@ def _plain_trl_requested(argv: list[str]) -> bool:
 
 
 if not _plain_trl_requested(sys.argv[1:]):
-    import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
+    with library_noise.quiet_import():
+        import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
 
 import contextlib  # noqa: E402
 import copy  # noqa: E402
