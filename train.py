@@ -188,7 +188,10 @@ class AgentConfig:
     resume: bool = field(default=False, metadata={"help": "Continue this phase from its last checkpoint."})
     dry_run: bool = field(default=False, metadata={"help": "Check config, data and adapters, then exit."})
     hub_repo: str | None = field(
-        default=None, metadata={"help": "Push the final adapter to this hub repo (also: --push-to-hub REPO)."}
+        default=None,
+        metadata={"help": "Push the final adapter to this hub repo (e.g. me/sql-agent) with model.push_to_hub; a "
+                          "token is checked for before training. --push-to-hub REPO means the same.",
+                  "metavar": "REPO"},
     )
     # --- supervised warm-up (sft.py): `--phase sft`, then `--phase easy --start_adapter OUTPUT_DIR/sft/adapter`
     start_adapter: str | None = field(
@@ -327,12 +330,22 @@ EMBEDDED_WARMUP: dict[str, Any] = dict(sft_epochs=2.0, sft_batch_size=4, sft_har
 EMBEDDED_WARMUP_LEARNING_RATE = 3e-4
 
 
+def build_parser() -> TrlParser:
+    """Our flags and TRL's in one parser. TrlParser reads --config itself, before the flags; it is declared
+    here too so that --help lists it."""
+    parser = TrlParser((AgentConfig, AgentGRPOConfig))
+    parser.set_defaults(**GRPO_DEFAULTS)
+    parser.add_argument("--config", metavar="RUN.YAML",
+                        help="A YAML file of `flag: value` lines (flags as below, with underscores); flags given on "
+                             "the command line win over it.")
+    return parser
+
+
 def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
     """Parse our flags and TRL's together (TrlParser also reads --config YAML)."""
     argv = _rewrite_push_to_hub(argv)
-    parser = TrlParser((AgentConfig, AgentGRPOConfig))
-    parser.set_defaults(**GRPO_DEFAULTS)
-    agent, grpo = parser.parse_args_and_config(list(argv))
+    parser = build_parser()
+    agent, grpo, *_ = parser.parse_args_and_config(list(argv))  # *_: the namespace that holds --config
     # What the user chose: flags on the command line and keys of the --config file. Embedded mode and
     # the phase's epochs never override these.
     explicit = {arg.lstrip("-").replace("-", "_").split("=")[0] for arg in argv if arg.startswith("--")}
@@ -556,7 +569,7 @@ def check_outputs(agent: AgentConfig, grpo: GRPOConfig, phase: Phase) -> Path | 
         from huggingface_hub import get_token
 
         if get_token() is None:
-            raise ValueError(f"--push-to-hub {agent.hub_repo}: no Hugging Face token; run `hf auth login` first")
+            raise ValueError(f"--hub_repo {agent.hub_repo}: no Hugging Face token; run `hf auth login` first")
     return checkpoint
 
 

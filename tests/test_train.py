@@ -722,3 +722,27 @@ def test_groups_without_variance_are_told_apart_by_whether_all_or_none_solved_it
     correct = [True, True, True, False, False, False, True, False, False]  # groups of 3: all, none, mixed
     assert solved_group_shares(correct, 3) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
     assert solved_group_shares([], 3) == (0.0, 0.0)
+
+
+# --- the documented workflow: help, config files, a second run, a phase after the warm-up ---------------
+
+
+def test_help_lists_the_config_file_and_the_hub_flag() -> None:
+    parser = train.build_parser()
+    help_text = " ".join(parser.format_help().split())  # argparse wraps lines
+    assert "--config RUN.YAML" in help_text and "--hub_repo REPO, --hub-repo REPO" in help_text
+    (hub_repo,) = [action for action in parser._actions if action.dest == "hub_repo"]
+    assert "--push-to-hub REPO means the same" in hub_repo.help
+
+
+def test_every_flag_in_the_readme_table_is_one_train_py_takes() -> None:
+    import re
+
+    readme = (Path(train.__file__).parent / "README.md").read_text(encoding="utf-8")
+    options = {option for action in train.build_parser()._actions for option in action.option_strings}
+    rows = [line for line in readme.splitlines() if line.startswith("| `--")]
+    flags = [flag for row in rows for flag in re.findall(r"`(--[\w-]+)", row.split("|")[1])]
+    assert len(flags) > 20 and not [flag for flag in flags if flag not in options]
+    # The repo to push to has one name in the README, the help and the error messages; --push-to-hub is TRL's
+    # yes/no flag, which train.py reads as --hub_repo only when a repo name follows it.
+    assert "| `--hub_repo REPO`" in readme and "`--push-to-hub REPO`" not in readme.split("| `--hub_repo")[0]
