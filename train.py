@@ -44,12 +44,15 @@ if not _plain_trl_requested(sys.argv[1:]):
     with library_noise.quiet_import():
         import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
 
+import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import copy  # noqa: E402
 import dataclasses  # noqa: E402
+import difflib  # noqa: E402
 import functools  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import typing  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -338,6 +341,8 @@ def build_parser() -> TrlParser:
     parser.add_argument("--config", metavar="RUN.YAML",
                         help="A YAML file of `flag: value` lines (flags as below, with underscores); flags given on "
                              "the command line win over it.")
+    # argparse prints its usage before a flag's error: here every flag, some 200 lines, which hide the error.
+    parser.format_usage = lambda: "usage: python train.py [--config RUN.YAML] [--flag value ...] (--help lists them)\n"
     return parser
 
 
@@ -345,6 +350,7 @@ def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str
     """Parse our flags and TRL's together (TrlParser also reads --config YAML)."""
     argv = _rewrite_push_to_hub(argv)
     parser = build_parser()
+    check_config_file(parser, argv)
     agent, grpo, *_ = parser.parse_args_and_config(list(argv))  # *_: the namespace that holds --config
     # What the user chose: flags on the command line and keys of the --config file. Embedded mode and
     # the phase's epochs never override these.
@@ -352,6 +358,72 @@ def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str
     explicit |= set(config_file_keys(argv))
     explicit.discard("config")
     return agent, grpo, explicit
+
+
+def check_config_file(parser: TrlParser, argv: list[str]) -> None:
+    """A --config file's unknown key or wrong value, in one line naming the file, the key and what it accepts
+    (TrlParser would end the first in a hint meant for programmers, the second in the whole usage text)."""
+    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+        return
+    path = Path(argv[argv.index("--config") + 1])
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise FileNotFoundError(f"--config {path}: cannot read it ({error.strerror or error})") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or error
+        raise ValueError(f"--config {path}: not valid YAML{where}: {problem}") from None
+    if config is None:
+        return
+    if not isinstance(config, dict):
+        raise ValueError(f"--config {path}: expected `flag: value` lines (a YAML mapping), "
+                         f"got a {type(config).__name__}")
+    actions: dict[str, argparse.Action] = {}
+    for action in parser._actions:  # a yes/no flag's --no_ twin shares its dest: keep the flag itself
+        actions.setdefault(action.dest, action)
+    actions.pop("help"), actions.pop("config")
+    declared = {**typing.get_type_hints(AgentGRPOConfig), **typing.get_type_hints(AgentConfig)}
+    for key, value in config.items():
+        if key == "env":  # TrlParser's own: environment variables to set
+            continue
+        if key not in actions:
+            close = difflib.get_close_matches(str(key).replace("-", "_"), actions, n=1)
+            raise ValueError(f"--config {path}: unknown key {key!r}{f' (did you mean {close[0]}?)' if close else ''}; "
+                             "keys are the flags of `python train.py --help`, written with underscores")
+        problem = config_value_problem(actions[key], declared.get(key), value)
+        if problem:
+            raise ValueError(f"--config {path}: {key}: {problem}")
+
+
+TRUTH_WORDS = ("true", "false", "yes", "no", "t", "f", "y", "n", "1", "0")  # what a yes/no flag takes, any case
+
+
+def config_value_problem(action: argparse.Action, declared: Any, value: Any) -> str | None:
+    """What is wrong with a YAML value for a flag of this declared type, and what it accepts; None when it is fine.
+    Numbers, yes/no flags and fixed choices are checked here; text and mappings by the settings' own checks."""
+    if value is None:
+        return None
+    kind = next((option for option in typing.get_args(declared) or (declared,) if option in (bool, int, float)), None)
+    for item in value if isinstance(value, list) and action.nargs in ("+", "*") else [value]:
+        if action.choices and str(item) not in map(str, action.choices):
+            return f"{item!r} is not one of: {', '.join(map(str, action.choices))}"
+        if kind is bool and not (isinstance(item, bool) or str(item).lower() in TRUTH_WORDS):
+            return f"{item!r} is not true or false"
+        if kind is int and (isinstance(item, bool) or not str(item).lstrip("+-").isdigit()):
+            return f"{item!r} is not a whole number"
+        if kind is float and (isinstance(item, bool) or not _is_number(item)):
+            return f"{item!r} is not a number"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def config_file_keys(argv: list[str]) -> list[str]:

@@ -746,3 +746,43 @@ def test_every_flag_in_the_readme_table_is_one_train_py_takes() -> None:
     # The repo to push to has one name in the README, the help and the error messages; --push-to-hub is TRL's
     # yes/no flag, which train.py reads as --hub_repo only when a repo name follows it.
     assert "| `--hub_repo REPO`" in readme and "`--push-to-hub REPO`" not in readme.split("| `--hub_repo")[0]
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("num_generation: 6\n", r"run.yaml: unknown key 'num_generation' \(did you mean num_generations\?\)"),
+        ("num_generations: six\n", r"run.yaml: num_generations: 'six' is not a whole number"),
+        ("num_generations: 6.5\n", r"run.yaml: num_generations: 6.5 is not a whole number"),
+        ("learning_rate: fast\n", r"run.yaml: learning_rate: 'fast' is not a number"),
+        ("stop_at_tool_call: maybe\n", r"run.yaml: stop_at_tool_call: 'maybe' is not true or false"),
+        ("lr_scheduler_type: cosin\n", r"run.yaml: lr_scheduler_type: 'cosin' is not one of: linear, cosine,"),
+        ("- phase: easy\n", r"run.yaml: expected `flag: value` lines \(a YAML mapping\), got a list"),
+        ("phase: [easy\n", r"run.yaml: not valid YAML at line 2"),
+    ],
+    ids=["unknown key", "word for a number", "fraction for a whole number", "word for a float", "not a yes/no",
+         "not a choice", "not a mapping", "not YAML"],
+)
+def test_config_file_mistakes_are_one_line_naming_the_file_and_the_key(tmp_path: Path, config: str,
+                                                                        message: str) -> None:
+    (tmp_path / "run.yaml").write_text(config)
+    with pytest.raises(train.SetupError, match=message) as error:
+        train.main(["--config", str(tmp_path / "run.yaml"), "--output_dir", str(tmp_path / "out"), "--dry-run"])
+    assert "\n" not in str(error.value)  # one line, not a usage text
+
+
+def test_a_config_file_of_right_values_is_taken_whole(tmp_path: Path) -> None:
+    (tmp_path / "run.yaml").write_text("num_generations: 2\nlearning_rate: 1e-4\nstop_at_tool_call: false\n"
+                                       "lr_scheduler_type: cosine\nsft_hardness: [easy, medium]\nreport_to: none\n"
+                                       "max_questions: null\nenv:\n  SPIDER_GRPO_TEST: 'yes'\n")
+    agent, grpo, _ = train.parse_config(["--config", str(tmp_path / "run.yaml"), "--gradient_accumulation_steps", "2"])
+    assert grpo.num_generations == 2 and grpo.learning_rate == 1e-4 and not agent.stop_at_tool_call
+    assert agent.sft_hardness == ["easy", "medium"] and agent.max_questions is None
+
+
+def test_a_command_line_flag_of_the_wrong_type_is_not_buried_under_the_usage(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        train.parse_config(["--num_generations", "six"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "invalid int value: 'six'" in lines[1], lines[:3]
