@@ -52,6 +52,7 @@ import difflib  # noqa: E402
 import functools  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import time  # noqa: E402
 import typing  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -632,17 +633,35 @@ def check_outputs(agent: AgentConfig, grpo: GRPOConfig, phase: Phase) -> Path | 
     checkpoint = last_checkpoint(phase_dir(grpo, phase.name))
     if agent.resume and checkpoint is None:
         raise FileNotFoundError(f"--resume: no checkpoint in {phase_dir(grpo, phase.name)}; start without --resume")
-    if not agent.resume and checkpoint is not None:
+    finished = (phase_dir(grpo, phase.name) / ADAPTER_DIRNAME / "adapter_model.safetensors").is_file()
+    if not agent.resume and checkpoint is not None and not finished:
+        # A finished run is moved aside by a new one (move_earlier_run_aside); an interrupted one is left for the
+        # user to continue or set aside: starting over would throw away its training.
         raise FileExistsError(
-            f"{phase_dir(grpo, phase.name)} already has {checkpoint.name}: pass --resume to continue it, "
-            "or choose another --output_dir"
+            f"{phase_dir(grpo, phase.name)} holds an interrupted run (saved up to {checkpoint.name}, no final "
+            "adapter): pass --resume to continue it, or move that folder away to start afresh"
         )
     if agent.hub_repo:
         from huggingface_hub import get_token
 
         if get_token() is None:
             raise ValueError(f"--hub_repo {agent.hub_repo}: no Hugging Face token; run `hf auth login` first")
-    return checkpoint
+    return checkpoint if agent.resume else None
+
+
+def move_earlier_run_aside(directory: Path) -> Path | None:
+    """Rename a phase folder that holds an earlier run to <phase>-<time of its last write> beside it, so that a new
+    run starts afresh and loses nothing; None when there is nothing to move."""
+    if not directory.is_dir() or not any(directory.iterdir()):
+        return None
+    last_write = max(path.stat().st_mtime for path in [directory, *directory.iterdir()])
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(last_write))
+    target, copies = directory.with_name(f"{directory.name}-{stamp}"), 1
+    while target.exists():
+        copies += 1
+        target = directory.with_name(f"{directory.name}-{stamp}-{copies}")
+    directory.rename(target)
+    return target
 
 
 # ---------------------------------------------------------------------------------------------- model
@@ -1048,9 +1067,17 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     start_adapter = Path(agent.start_adapter) if agent.start_adapter else start_adapter
     out_dir = phase_dir(grpo, phase.name)
     grpo.output_dir = str(out_dir)
+    if not agent.resume and not agent.dry_run:
+        with PartialState().main_process_first():  # the main process moves it; the others then find none
+            earlier = move_earlier_run_aside(out_dir)
+        if earlier is not None:
+            print(f"[train] {out_dir} held an earlier run: moved it to {earlier}; this run starts afresh "
+                  "(--resume continues a run instead)", flush=True)
     print(f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
           f"start from {start_adapter or agent.model}\n{summary}", flush=True)
     if agent.dry_run:
+        if out_dir.is_dir() and not agent.resume and any(out_dir.iterdir()):
+            print(f"[train] {out_dir} holds an earlier run: a real run would move it aside and start afresh")
         print("[train] dry run: config, data, model folder and adapters check out; no model loaded.")
         return None
 

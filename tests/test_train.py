@@ -786,3 +786,64 @@ def test_a_command_line_flag_of_the_wrong_type_is_not_buried_under_the_usage(
         train.parse_config(["--num_generations", "six"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and "invalid int value: 'six'" in lines[1], lines[:3]
+
+
+def finished_run(directory: Path) -> Path:
+    """A phase folder as a finished run leaves it: checkpoints, the final adapter, its records."""
+    for name in ("checkpoint-2", "checkpoint-4", "adapter"):
+        (directory / name).mkdir(parents=True)
+    (directory / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")
+    (directory / "metrics.jsonl").write_text('{"step": 4}\n')
+    return directory
+
+
+def test_a_second_run_starts_afresh_and_an_interrupted_one_must_be_resumed_or_moved(tmp_path: Path) -> None:
+    agent, grpo, _ = train.parse_config(["--output_dir", str(tmp_path)])
+    easy = train.select_phase(train.load_curriculum(agent.curriculum), "easy")[0]
+    finished_run(tmp_path / "easy")
+    assert train.check_outputs(agent, grpo, easy) is None  # no checkpoint to resume from: a fresh run
+    agent.resume = True
+    assert train.check_outputs(agent, grpo, easy) == tmp_path / "easy" / "checkpoint-4"
+    agent.resume = False
+    (tmp_path / "easy" / "adapter" / "adapter_model.safetensors").unlink()  # stopped before its end
+    with pytest.raises(FileExistsError, match="holds an interrupted run .* pass --resume to continue it"):
+        train.check_outputs(agent, grpo, easy)
+
+
+def test_an_earlier_run_is_moved_aside_whole_never_overwritten(tmp_path: Path) -> None:
+    first = train.move_earlier_run_aside(finished_run(tmp_path / "easy"))
+    assert first is not None and first.parent == tmp_path and first.name.startswith("easy-")
+    assert (first / "adapter" / "adapter_model.safetensors").read_bytes() == b"weights"
+    assert not (tmp_path / "easy").exists()
+    os.utime(finished_run(tmp_path / "easy") / "metrics.jsonl", (first.stat().st_mtime,) * 2)
+    for path in (tmp_path / "easy").iterdir():
+        os.utime(path, (first.stat().st_mtime,) * 2)
+    os.utime(tmp_path / "easy", (first.stat().st_mtime,) * 2)
+    second = train.move_earlier_run_aside(tmp_path / "easy")  # the same time stamp: another name
+    assert second is not None and second != first and second.exists() and first.exists()
+    (tmp_path / "empty").mkdir()
+    assert train.move_earlier_run_aside(tmp_path / "empty") is None
+    assert train.move_earlier_run_aside(tmp_path / "missing") is None
+
+
+def test_a_dry_run_says_it_would_move_an_earlier_run_and_moves_nothing(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    finished_run(tmp_path / "easy")
+    train.main(["--output_dir", str(tmp_path), "--model", TINY_MODEL, "--dry-run"])
+    assert "holds an earlier run: a real run would move it aside" in capsys.readouterr().out
+    assert (tmp_path / "easy" / "adapter").is_dir()
+
+
+@pytest.mark.slow
+def test_the_first_command_run_twice_trains_twice_and_keeps_the_first(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1")
+    first_adapter = (tmp_path / "easy" / "adapter" / "adapter_model.safetensors").read_bytes()
+    capsys.readouterr()
+    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1")
+    output = capsys.readouterr().out
+    (earlier,) = [path for path in tmp_path.iterdir() if path.name.startswith("easy-")]
+    assert f"{tmp_path / 'easy'} held an earlier run: moved it to {earlier}; this run starts afresh" in output
+    assert output.index("held an earlier run") < output.index("[train] phase easy")  # among the first lines
+    assert (earlier / "adapter" / "adapter_model.safetensors").read_bytes() == first_adapter
+    assert [entry["step"] for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry] == [1]
