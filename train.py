@@ -667,6 +667,30 @@ def move_earlier_run_aside(directory: Path) -> Path | None:
 # ---------------------------------------------------------------------------------------------- model
 
 
+def start_adapter_base(adapter_dir: Path, model: str, model_is_explicit: bool) -> str:
+    """The base model a start adapter was trained on (adapter_config.json's base_model_name_or_path): the model this
+    phase must load, since a LoRA means nothing on other weights. An explicit --model that differs is refused."""
+    config_file = adapter_dir / "adapter_config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
+    base = config.get("base_model_name_or_path")
+    if not base:
+        return model  # an adapter that names no base: --model is all there is to go on
+    if model_is_explicit and not same_model(model, base):
+        raise ValueError(f"--model {model} is not the model the start adapter {adapter_dir} was trained on ({base}): "
+                         "leave --model out to load that one, or start from an adapter trained on your --model")
+    if looks_like_a_path(base) and not Path(base).expanduser().is_dir():
+        raise FileNotFoundError(f"the start adapter {adapter_dir} was trained on {base}, which is no longer there: "
+                                "train its phase again (or pass --model with a copy of that base model)")
+    return base
+
+
+def same_model(first: str, second: str) -> bool:
+    """Whether two --model values name one model: the same folder however written, or the same hub name."""
+    if looks_like_a_path(first) and looks_like_a_path(second):
+        return Path(first).expanduser().resolve() == Path(second).expanduser().resolve()
+    return first == second
+
+
 def load_model(
     agent: AgentConfig, grpo: GRPOConfig, start_adapter: Path | None, with_lora: bool = True,
 ) -> tuple[Any, Any]:
@@ -1065,6 +1089,11 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         raise SetupError(str(error)) from error
     start_adapter = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME if phase.start_from else None
     start_adapter = Path(agent.start_adapter) if agent.start_adapter else start_adapter
+    try:
+        if start_adapter is not None:  # the LoRA goes onto the weights it was trained on (the warm-up, embedded)
+            agent.model = start_adapter_base(start_adapter, agent.model, "model" in explicit)
+    except (ValueError, FileNotFoundError) as error:
+        raise SetupError(str(error)) from error
     out_dir = phase_dir(grpo, phase.name)
     grpo.output_dir = str(out_dir)
     if not agent.resume and not agent.dry_run:
@@ -1073,8 +1102,9 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         if earlier is not None:
             print(f"[train] {out_dir} held an earlier run: moved it to {earlier}; this run starts afresh "
                   "(--resume continues a run instead)", flush=True)
+    start = f"the adapter {start_adapter} on {agent.model}" if start_adapter is not None else agent.model
     print(f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
-          f"start from {start_adapter or agent.model}\n{summary}", flush=True)
+          f"start from {start}\n{summary}", flush=True)
     if agent.dry_run:
         if out_dir.is_dir() and not agent.resume and any(out_dir.iterdir()):
             print(f"[train] {out_dir} holds an earlier run: a real run would move it aside and start afresh")
@@ -1106,6 +1136,8 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     # --- save (main process only: under DDP and ZeRO-2 every rank holds the same whole LoRA weights)
     adapter_dir = out_dir / ADAPTER_DIRNAME
     if trainer.is_world_process_zero():
+        for adapter_config in trainer.model.peft_config.values():  # the base as loaded here, whatever the loader
+            adapter_config.base_model_name_or_path = agent.model      # recorded: later phases and eval load this one
         trainer.model.save_pretrained(adapter_dir)
         tokenizer.save_pretrained(adapter_dir)
         # The rows the start adapter carried into the base weights: saved beside this LoRA for eval and later phases.

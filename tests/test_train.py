@@ -847,3 +847,53 @@ def test_the_first_command_run_twice_trains_twice_and_keeps_the_first(tmp_path: 
     assert output.index("held an earlier run") < output.index("[train] phase easy")  # among the first lines
     assert (earlier / "adapter" / "adapter_model.safetensors").read_bytes() == first_adapter
     assert [entry["step"] for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry] == [1]
+
+
+def adapter_on(base: Path | str, directory: Path) -> Path:
+    """An adapter folder whose config names its base model, as PEFT saves one (no weights needed to check)."""
+    directory.mkdir(parents=True)
+    (directory / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(base)}))
+    return directory
+
+
+def test_a_phase_from_an_adapter_loads_the_base_that_adapter_was_trained_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The embedded easy phase trains on the warm-up model: mixed must load that, not the raw SmolLM2 that
+    embedded mode names (whichever model embedded mode picks here, the adapter's base wins)."""
+    base = tmp_path / "warmed-up"
+    import shutil
+
+    shutil.copytree(TINY_MODEL, base)
+    adapter_on(base, tmp_path / "out" / "easy" / "adapter")
+    train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--dry-run"])
+    assert f"start from the adapter {tmp_path / 'out' / 'easy' / 'adapter'} on {base}" in capsys.readouterr().out
+
+    class Loaded(Exception):
+        pass
+
+    def load_model(agent: Any, *args: Any, **kwargs: Any) -> Any:
+        raise Loaded(agent.model)
+
+    monkeypatch.setattr(train, "load_model", load_model)
+    with pytest.raises(Loaded, match=str(base)):
+        train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed"])
+
+
+def test_a_model_that_is_not_the_adapters_base_is_refused_naming_both(tmp_path: Path) -> None:
+    adapter = adapter_on(TINY_MODEL, tmp_path / "out" / "easy" / "adapter")
+    other = tmp_path / "other-model"
+    import shutil
+
+    shutil.copytree(TINY_MODEL, other)
+    with pytest.raises(train.SetupError, match=f"--model {other} is not the model the start adapter {adapter} was "
+                                               f"trained on \\({TINY_MODEL}\\)"):
+        train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--model", str(other), "--dry-run"])
+    # The same folder, however it is written, is the same model.
+    relative = os.path.relpath(TINY_MODEL)
+    train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--model", relative, "--dry-run"])
+
+
+def test_an_adapter_whose_base_is_gone_is_named_before_anything_loads(tmp_path: Path) -> None:
+    adapter_on(tmp_path / "cleared-cache" / "sft" / "model", tmp_path / "out" / "easy" / "adapter")
+    with pytest.raises(train.SetupError, match="was trained on .*cleared-cache/sft/model, which is no longer there"):
+        train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--dry-run"])
