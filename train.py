@@ -1011,6 +1011,16 @@ def write_run_config(out_dir: Path, agent: AgentConfig, grpo: AgentGRPOConfig, p
     (out_dir / "train_config.json").write_text(json.dumps(record, indent=2, default=str))
 
 
+def embedded_warmup_dir(agent: AgentConfig) -> Path:
+    """Where the warm-up of the embedded model is cached: by model, data, prompt and warm-up settings."""
+    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
+    train_file = Path(agent.data_dir) / "train_spider.json"
+    key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
+                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, SYSTEM_PROMPT]
+    key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
+    return models.model_cache_dir().parent / "warmups" / f"{source['name']}-{key}" / sft.PHASE_NAME / sft.MODEL_DIRNAME
+
+
 def embedded_warmup_model(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> Path:
     """The cached warm-up of the embedded model, trained once on the oracle's episodes if it is missing.
 
@@ -1020,13 +1030,9 @@ def embedded_warmup_model(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: s
     writing no tool call on 4 of 4 dev questions; a full one, describe -> query -> answer on 4 of 4.
     Cached by model, data, prompt and settings; the GRPO phases then train a LoRA on the warmed-up model.
     """
+    warmed = embedded_warmup_dir(agent)
+    cache = warmed.parent.parent
     source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
-    train_file = Path(agent.data_dir) / "train_spider.json"
-    key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
-                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, SYSTEM_PROMPT]
-    key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
-    cache = models.model_cache_dir().parent / "warmups" / f"{source['name']}-{key}"
-    warmed = cache / sft.PHASE_NAME / sft.MODEL_DIRNAME
     if (warmed / "config.json").is_file():
         print(f"[train] embedded warm-up: reusing {warmed}", flush=True)
         return warmed
@@ -1094,6 +1100,9 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
             agent.model = start_adapter_base(start_adapter, agent.model, "model" in explicit)
     except (ValueError, FileNotFoundError) as error:
         raise SetupError(str(error)) from error
+    warmup = None
+    if agent.embedded and start_adapter is None and models.fetched_source(Path(agent.model)) is not None:
+        warmup = embedded_warmup_dir(agent)
     out_dir = phase_dir(grpo, phase.name)
     grpo.output_dir = str(out_dir)
     if not agent.resume and not agent.dry_run:
@@ -1102,7 +1111,13 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         if earlier is not None:
             print(f"[train] {out_dir} held an earlier run: moved it to {earlier}; this run starts afresh "
                   "(--resume continues a run instead)", flush=True)
-    start = f"the adapter {start_adapter} on {agent.model}" if start_adapter is not None else agent.model
+    if start_adapter is not None:
+        start = f"the adapter {start_adapter} on {agent.model}"
+    elif warmup is not None:
+        start = f"the warm-up of {Path(agent.model).name} at {warmup}"
+        start += "" if (warmup / "config.json").is_file() else " (trained first)"
+    else:
+        start = agent.model
     print(f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
           f"start from {start}\n{summary}", flush=True)
     if agent.dry_run:
@@ -1112,7 +1127,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         return None
 
     # --- model
-    if agent.embedded and start_adapter is None and models.fetched_source(Path(agent.model)) is not None:
+    if warmup is not None:
         with PartialState().main_process_first():  # one warm-up (its own loop, no collectives), the rest reuse it
             agent.model = str(embedded_warmup_model(agent, grpo, explicit))
     out_dir.mkdir(parents=True, exist_ok=True)

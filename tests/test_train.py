@@ -897,3 +897,13 @@ def test_an_adapter_whose_base_is_gone_is_named_before_anything_loads(tmp_path: 
     adapter_on(tmp_path / "cleared-cache" / "sft" / "model", tmp_path / "out" / "easy" / "adapter")
     with pytest.raises(train.SetupError, match="was trained on .*cleared-cache/sft/model, which is no longer there"):
         train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--dry-run"])
+
+
+def test_the_log_names_the_warm_up_an_embedded_phase_starts_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": "tiny-fetched", "gguf_sha256": "0"})
+    monkeypatch.setattr(train.models, "model_cache_dir", lambda: tmp_path / "cache" / "models")
+    train.main(["--output_dir", str(tmp_path / "out"), "--model", TINY_MODEL, "--embedded", "--dry-run"])
+    warmup = train.embedded_warmup_dir(train.parse_config(["--model", TINY_MODEL])[0])
+    assert warmup.is_relative_to(tmp_path / "cache" / "warmups")
+    assert f"start from the warm-up of {Path(TINY_MODEL).name} at {warmup} (trained first)" in capsys.readouterr().out
