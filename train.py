@@ -77,7 +77,13 @@ from chat_format import (  # noqa: E402
 )
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, spread_sample, to_grpo_rows  # noqa: E402
-from training_logs import RolloutLogger, plot_training_curves, run_summary, start_gpu_memory_accounting  # noqa: E402
+from training_logs import (  # noqa: E402
+    RolloutLogger,
+    model_card,
+    plot_training_curves,
+    run_summary,
+    start_gpu_memory_accounting,
+)
 
 REPO_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
@@ -1136,8 +1142,13 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     rollout_logger = RolloutLogger(out_dir, grpo.num_generations, agent.rollouts_logged_per_step)
 
     # --- trainer and training
+    def write_model_card(**_: Any) -> None:  # in place of TRL's, whose card names no base for a local folder
+        if grpo.process_index == 0:
+            (out_dir / "README.md").write_text(model_card(agent.model, phase.name, phase.hardness, start_adapter))
+
     def make_trainer() -> GRPOTrainer:
         trainer = build_trainer(agent, grpo, model, tokenizer, dataset, fewshot, epochs_before_phase, rollout_logger)
+        trainer.create_model_card = write_model_card  # TRL writes the card at every checkpoint
         if trainer.is_world_process_zero():
             write_run_config(out_dir, agent, grpo, phase, start_adapter=start_adapter,
                              generation_eos_token_ids=model.generation_config.eos_token_id,
@@ -1154,6 +1165,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         for adapter_config in trainer.model.peft_config.values():  # the base as loaded here, whatever the loader
             adapter_config.base_model_name_or_path = agent.model      # recorded: later phases and eval load this one
         trainer.model.save_pretrained(adapter_dir)
+        write_model_card()
         tokenizer.save_pretrained(adapter_dir)
         # The rows the start adapter carried into the base weights: saved beside this LoRA for eval and later phases.
         models.save_tool_token_rows(adapter_dir, models.tool_token_rows(start_adapter) if start_adapter else {})

@@ -181,6 +181,10 @@ def test_grpo_run_calls_every_tool_and_the_post_episode_penalty_shows(tmp_path: 
     assert all(0.0 <= entry["episode/accuracy_exact_text"] <= entry["episode/accuracy"] for entry in step_logs)
     assert (tmp_path / "easy" / "training_curves.png").stat().st_size > 0
     assert json.loads((tmp_path / "easy" / "train_config.json").read_text())["grpo"]["num_generations"] == 2
+    # The card and the adapter name the base model the phase trained on (TRL's card said "[None]" for a folder).
+    card = (tmp_path / "easy" / "README.md").read_text()
+    assert "[None]" not in card and f"`{TINY_MODEL}` (a local folder)" in card
+    assert json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"] == TINY_MODEL
 
 
 @pytest.mark.slow
@@ -907,3 +911,35 @@ def test_the_log_names_the_warm_up_an_embedded_phase_starts_from(tmp_path: Path,
     warmup = train.embedded_warmup_dir(train.parse_config(["--model", TINY_MODEL])[0])
     assert warmup.is_relative_to(tmp_path / "cache" / "warmups")
     assert f"start from the warm-up of {Path(TINY_MODEL).name} at {warmup} (trained first)" in capsys.readouterr().out
+
+
+def test_the_curves_count_steps_in_whole_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.figure import Figure
+
+    from training_logs import plot_training_curves
+
+    saved: list[Figure] = []
+    savefig = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: (saved.append(figure),
+                                                                           savefig(figure, *args, **kwargs)))
+    history = [{"step": 1, "reward": 0.1, "loss": 0.0}, {"step": 2, "reward": 0.3, "loss": 0.1}]  # an embedded run
+    plot_training_curves(history, tmp_path / "curves.png")
+    ticks = [tick for axis in saved[0].axes if axis.get_visible() for tick in axis.get_xticks()]
+    assert ticks and all(float(tick).is_integer() for tick in ticks)
+
+
+def test_the_model_card_names_a_local_base_model(tmp_path: Path) -> None:
+    from training_logs import model_card
+
+    card = model_card(TINY_MODEL, "mixed", ("easy", "medium"), tmp_path / "easy" / "adapter")
+    assert "[None]" not in card and f"`{TINY_MODEL}` (a local folder)" in card
+    assert f"base_model: {TINY_MODEL}" in card
+    assert f"starting from the adapter `{tmp_path / 'easy' / 'adapter'}`" in card
+    assert "[Qwen/Qwen3-1.7B](https://huggingface.co/Qwen/Qwen3-1.7B)" in model_card("Qwen/Qwen3-1.7B", "easy",
+                                                                                       ("easy",), None)
+
+
+def test_the_readme_says_embedded_runs_write_no_tensorboard_logs() -> None:
+    readme = (Path(train.__file__).parent / "README.md").read_text(encoding="utf-8")
+    outputs = readme[readme.index("**Outputs**"):readme.index("## Several GPUs")]
+    assert train.EMBEDDED_OVERRIDES["report_to"] == "none" and "embedded mode writes none" in " ".join(outputs.split())
