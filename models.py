@@ -60,15 +60,19 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
-from tokenizers.models import BPE
-from tqdm.auto import tqdm
-from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedTokenizerFast, Qwen3Config
+import library_noise
 
-from chat_format import END_OF_TURN as IM_END
-from chat_format import TOOL_CALL_END, TOOL_CALL_START, single_token_id
+library_noise.silence()  # `python models.py` is a command too: before torch and transformers load
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors  # noqa: E402
+from tokenizers.models import BPE  # noqa: E402
+from tqdm.auto import tqdm  # noqa: E402
+from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedTokenizerFast, Qwen3Config  # noqa: E402
+
+from chat_format import END_OF_TURN as IM_END  # noqa: E402
+from chat_format import TOOL_CALL_END, TOOL_CALL_START, single_token_id  # noqa: E402
 
 # --------------------------------------------------------------------------------------------------------------------
 # The Qwen3 tokenizer: facts copied from Qwen3's tokenizer.json / tokenizer_config.json

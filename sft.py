@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm.auto import tqdm
 
 from agent_env import SQLEnv, tool_methods
 from chat_format import masked_chat_template, tool_token_ids
@@ -286,9 +287,9 @@ class SFTSettings:
 
 def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings, pad_id: int,
               log: Callable[[dict[str, float]], None], tag_ids: Sequence[int] = (),
-              tag_rows: ToolTagRows | None = None) -> list[dict[str, float]]:
+              tag_rows: ToolTagRows | None = None, progress: bool = True) -> list[dict[str, float]]:
     """AdamW on the trainable parameters (and ``tag_rows``); every optimizer step's mean token loss (and, with
-    ``tag_ids``, the mean loss of the tool-call tags) is logged and returned."""
+    ``tag_ids``, the mean loss of the tool-call tags) is logged and returned; ``progress`` shows a bar of steps."""
     parameters = [parameter for parameter in model.parameters() if parameter.requires_grad]
     if tag_rows is not None:
         parameters += list(tag_rows.parameters())
@@ -302,6 +303,8 @@ def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings
     history = []
     model.train()
     started = time.perf_counter()
+    # A bar like the trainer's: SmolLM2's warm-up spends minutes between its first logged step and its last.
+    bar = tqdm(total=total_steps, desc="warm-up (sft)", unit="step", disable=not progress)
     for step in range(1, total_steps + 1):
         while len(stream) < examples_per_step:  # epochs are reshuffled passes over the data
             epoch = list(range(len(data)))
@@ -327,6 +330,9 @@ def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings
             entry["tool_tag_loss"] = tags.loss / tags.count
         history.append(entry)
         log(entry)
+        bar.set_postfix(loss=f"{entry['loss']:.3f}", refresh=False)
+        bar.update()
+    bar.close()
     model.eval()
     return history
 

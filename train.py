@@ -22,7 +22,11 @@ from __future__ import annotations
 import os
 import sys
 
-import torch
+import library_noise
+
+library_noise.silence()  # before the libraries load: some of their notices come at import time
+
+import torch  # noqa: E402
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("UNSLOTH_DISABLE_STATISTICS", "1")
@@ -37,13 +41,18 @@ def _plain_trl_requested(argv: list[str]) -> bool:
 
 
 if not _plain_trl_requested(sys.argv[1:]):
-    import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
+    with library_noise.quiet_import():
+        import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
 
+import argparse  # noqa: E402
 import copy  # noqa: E402
 import dataclasses  # noqa: E402
+import difflib  # noqa: E402
 import functools  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import time  # noqa: E402
+import typing  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -64,7 +73,13 @@ from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_promp
 from prompt import system_prompt  # noqa: E402
 from sampling import InformativeSampler, question_key  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, spread_sample, to_grpo_rows  # noqa: E402
-from training_logs import RolloutLogger, plot_training_curves, run_summary, start_gpu_memory_accounting  # noqa: E402
+from training_logs import (  # noqa: E402
+    RolloutLogger,
+    model_card,
+    plot_training_curves,
+    run_summary,
+    start_gpu_memory_accounting,
+)
 
 REPO_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
@@ -185,7 +200,10 @@ class AgentConfig:
     resume: bool = field(default=False, metadata={"help": "Continue this phase from its last checkpoint."})
     dry_run: bool = field(default=False, metadata={"help": "Check config, data and adapters, then exit."})
     hub_repo: str | None = field(
-        default=None, metadata={"help": "Push the final adapter to this hub repo (also: --push-to-hub REPO)."}
+        default=None,
+        metadata={"help": "Push the final adapter to this hub repo (e.g. me/sql-agent) with model.push_to_hub; a "
+                          "token is checked for before training. --push-to-hub REPO means the same.",
+                  "metavar": "REPO"},
     )
     # --- supervised warm-up (sft.py): `--phase sft`, then `--phase easy --start_adapter OUTPUT_DIR/sft/adapter`
     start_adapter: str | None = field(
@@ -326,18 +344,97 @@ EMBEDDED_WARMUP: dict[str, Any] = dict(sft_epochs=2.0, sft_batch_size=4, sft_har
 EMBEDDED_WARMUP_LEARNING_RATE = 3e-4
 
 
+def build_parser() -> TrlParser:
+    """Our flags and TRL's in one parser. TrlParser reads --config itself, before the flags; it is declared
+    here too so that --help lists it."""
+    parser = TrlParser((AgentConfig, AgentGRPOConfig))
+    parser.set_defaults(**GRPO_DEFAULTS)
+    parser.add_argument("--config", metavar="RUN.YAML",
+                        help="A YAML file of `flag: value` lines (flags as below, with underscores); flags given on "
+                             "the command line win over it.")
+    # argparse prints its usage before a flag's error: here every flag, some 200 lines, which hide the error.
+    parser.format_usage = lambda: "usage: python train.py [--config RUN.YAML] [--flag value ...] (--help lists them)\n"
+    return parser
+
+
 def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
     """Parse our flags and TRL's together (TrlParser also reads --config YAML)."""
     argv = _rewrite_push_to_hub(argv)
-    parser = TrlParser((AgentConfig, AgentGRPOConfig))
-    parser.set_defaults(**GRPO_DEFAULTS)
-    agent, grpo = parser.parse_args_and_config(list(argv))
+    parser = build_parser()
+    check_config_file(parser, argv)
+    agent, grpo, *_ = parser.parse_args_and_config(list(argv))  # *_: the namespace that holds --config
     # What the user chose: flags on the command line and keys of the --config file. Embedded mode and
     # the phase's epochs never override these.
     explicit = {arg.lstrip("-").replace("-", "_").split("=")[0] for arg in argv if arg.startswith("--")}
     explicit |= set(config_file_keys(argv))
     explicit.discard("config")
     return agent, grpo, explicit
+
+
+def check_config_file(parser: TrlParser, argv: list[str]) -> None:
+    """A --config file's unknown key or wrong value, in one line naming the file, the key and what it accepts
+    (TrlParser would end the first in a hint meant for programmers, the second in the whole usage text)."""
+    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+        return
+    path = Path(argv[argv.index("--config") + 1])
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise FileNotFoundError(f"--config {path}: cannot read it ({error.strerror or error})") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or error
+        raise ValueError(f"--config {path}: not valid YAML{where}: {problem}") from None
+    if config is None:
+        return
+    if not isinstance(config, dict):
+        raise ValueError(f"--config {path}: expected `flag: value` lines (a YAML mapping), "
+                         f"got a {type(config).__name__}")
+    actions: dict[str, argparse.Action] = {}
+    for action in parser._actions:  # a yes/no flag's --no_ twin shares its dest: keep the flag itself
+        actions.setdefault(action.dest, action)
+    actions.pop("help"), actions.pop("config")
+    declared = {**typing.get_type_hints(AgentGRPOConfig), **typing.get_type_hints(AgentConfig)}
+    for key, value in config.items():
+        if key == "env":  # TrlParser's own: environment variables to set
+            continue
+        if key not in actions:
+            close = difflib.get_close_matches(str(key).replace("-", "_"), actions, n=1)
+            raise ValueError(f"--config {path}: unknown key {key!r}{f' (did you mean {close[0]}?)' if close else ''}; "
+                             "keys are the flags of `python train.py --help`, written with underscores")
+        problem = config_value_problem(actions[key], declared.get(key), value)
+        if problem:
+            raise ValueError(f"--config {path}: {key}: {problem}")
+
+
+TRUTH_WORDS = ("true", "false", "yes", "no", "t", "f", "y", "n", "1", "0")  # what a yes/no flag takes, any case
+
+
+def config_value_problem(action: argparse.Action, declared: Any, value: Any) -> str | None:
+    """What is wrong with a YAML value for a flag of this declared type, and what it accepts; None when it is fine.
+    Numbers, yes/no flags and fixed choices are checked here; text and mappings by the settings' own checks."""
+    if value is None:
+        return None
+    kind = next((option for option in typing.get_args(declared) or (declared,) if option in (bool, int, float)), None)
+    for item in value if isinstance(value, list) and action.nargs in ("+", "*") else [value]:
+        if action.choices and str(item) not in map(str, action.choices):
+            return f"{item!r} is not one of: {', '.join(map(str, action.choices))}"
+        if kind is bool and not (isinstance(item, bool) or str(item).lower() in TRUTH_WORDS):
+            return f"{item!r} is not true or false"
+        if kind is int and (isinstance(item, bool) or not str(item).lstrip("+-").isdigit()):
+            return f"{item!r} is not a whole number"
+        if kind is float and (isinstance(item, bool) or not _is_number(item)):
+            return f"{item!r} is not a number"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def config_file_keys(argv: list[str]) -> list[str]:
@@ -546,20 +643,62 @@ def check_outputs(agent: AgentConfig, grpo: GRPOConfig, phase: Phase) -> Path | 
     checkpoint = last_checkpoint(phase_dir(grpo, phase.name))
     if agent.resume and checkpoint is None:
         raise FileNotFoundError(f"--resume: no checkpoint in {phase_dir(grpo, phase.name)}; start without --resume")
-    if not agent.resume and checkpoint is not None:
+    finished = (phase_dir(grpo, phase.name) / ADAPTER_DIRNAME / "adapter_model.safetensors").is_file()
+    if not agent.resume and checkpoint is not None and not finished:
+        # A finished run is moved aside by a new one (move_earlier_run_aside); an interrupted one is left for the
+        # user to continue or set aside: starting over would throw away its training.
         raise FileExistsError(
-            f"{phase_dir(grpo, phase.name)} already has {checkpoint.name}: pass --resume to continue it, "
-            "or choose another --output_dir"
+            f"{phase_dir(grpo, phase.name)} holds an interrupted run (saved up to {checkpoint.name}, no final "
+            "adapter): pass --resume to continue it, or move that folder away to start afresh"
         )
     if agent.hub_repo:
         from huggingface_hub import get_token
 
         if get_token() is None:
-            raise ValueError(f"--push-to-hub {agent.hub_repo}: no Hugging Face token; run `hf auth login` first")
-    return checkpoint
+            raise ValueError(f"--hub_repo {agent.hub_repo}: no Hugging Face token; run `hf auth login` first")
+    return checkpoint if agent.resume else None
+
+
+def move_earlier_run_aside(directory: Path) -> Path | None:
+    """Rename a phase folder that holds an earlier run to <phase>-<time of its last write> beside it, so that a new
+    run starts afresh and loses nothing; None when there is nothing to move."""
+    if not directory.is_dir() or not any(directory.iterdir()):
+        return None
+    last_write = max(path.stat().st_mtime for path in [directory, *directory.iterdir()])
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(last_write))
+    target, copies = directory.with_name(f"{directory.name}-{stamp}"), 1
+    while target.exists():
+        copies += 1
+        target = directory.with_name(f"{directory.name}-{stamp}-{copies}")
+    directory.rename(target)
+    return target
 
 
 # ---------------------------------------------------------------------------------------------- model
+
+
+def start_adapter_base(adapter_dir: Path, model: str, model_is_explicit: bool) -> str:
+    """The base model a start adapter was trained on (adapter_config.json's base_model_name_or_path): the model this
+    phase must load, since a LoRA means nothing on other weights. An explicit --model that differs is refused."""
+    config_file = adapter_dir / "adapter_config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
+    base = config.get("base_model_name_or_path")
+    if not base:
+        return model  # an adapter that names no base: --model is all there is to go on
+    if model_is_explicit and not same_model(model, base):
+        raise ValueError(f"--model {model} is not the model the start adapter {adapter_dir} was trained on ({base}): "
+                         "leave --model out to load that one, or start from an adapter trained on your --model")
+    if looks_like_a_path(base) and not Path(base).expanduser().is_dir():
+        raise FileNotFoundError(f"the start adapter {adapter_dir} was trained on {base}, which is no longer there: "
+                                "train its phase again (or pass --model with a copy of that base model)")
+    return base
+
+
+def same_model(first: str, second: str) -> bool:
+    """Whether two --model values name one model: the same folder however written, or the same hub name."""
+    if looks_like_a_path(first) and looks_like_a_path(second):
+        return Path(first).expanduser().resolve() == Path(second).expanduser().resolve()
+    return first == second
 
 
 def load_model(
@@ -719,6 +858,16 @@ def write_run_config(out_dir: Path, agent: AgentConfig, grpo: AgentGRPOConfig, p
     (out_dir / "train_config.json").write_text(json.dumps(record, indent=2, default=str))
 
 
+def embedded_warmup_dir(agent: AgentConfig) -> Path:
+    """Where the warm-up of the embedded model is cached: by model, data, prompt and warm-up settings."""
+    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
+    train_file = Path(agent.data_dir) / "train_spider.json"
+    key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
+                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, system_prompt(agent.step_budget)]
+    key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
+    return models.model_cache_dir().parent / "warmups" / f"{source['name']}-{key}" / sft.PHASE_NAME / sft.MODEL_DIRNAME
+
+
 def embedded_warmup_model(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> Path:
     """The cached warm-up of the embedded model, trained once on the oracle's episodes if it is missing.
 
@@ -728,13 +877,9 @@ def embedded_warmup_model(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: s
     writing no tool call on 4 of 4 dev questions; a full one, describe -> query -> answer on 4 of 4.
     Cached by model, data, prompt and settings; the GRPO phases then train a LoRA on the warmed-up model.
     """
+    warmed = embedded_warmup_dir(agent)
+    cache = warmed.parent.parent
     source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
-    train_file = Path(agent.data_dir) / "train_spider.json"
-    key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
-                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, system_prompt(agent.step_budget)]
-    key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
-    cache = models.model_cache_dir().parent / "warmups" / f"{source['name']}-{key}"
-    warmed = cache / sft.PHASE_NAME / sft.MODEL_DIRNAME
     if (warmed / "config.json").is_file():
         print(f"[train] embedded warm-up: reusing {warmed}", flush=True)
         return warmed
@@ -797,16 +942,39 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         raise SetupError(str(error)) from error
     start_adapter = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME if phase.start_from else None
     start_adapter = Path(agent.start_adapter) if agent.start_adapter else start_adapter
+    try:
+        if start_adapter is not None:  # the LoRA goes onto the weights it was trained on (the warm-up, embedded)
+            agent.model = start_adapter_base(start_adapter, agent.model, "model" in explicit)
+    except (ValueError, FileNotFoundError) as error:
+        raise SetupError(str(error)) from error
+    warmup = None
+    if agent.embedded and start_adapter is None and models.fetched_source(Path(agent.model)) is not None:
+        warmup = embedded_warmup_dir(agent)
     out_dir = phase_dir(grpo, phase.name)
     grpo.output_dir = str(out_dir)
+    if not agent.resume and not agent.dry_run:
+        with PartialState().main_process_first():  # the main process moves it; the others then find none
+            earlier = move_earlier_run_aside(out_dir)
+        if earlier is not None:
+            print(f"[train] {out_dir} held an earlier run: moved it to {earlier}; this run starts afresh "
+                  "(--resume continues a run instead)", flush=True)
+    if start_adapter is not None:
+        start = f"the adapter {start_adapter} on {agent.model}"
+    elif warmup is not None:
+        start = f"the warm-up of {Path(agent.model).name} at {warmup}"
+        start += "" if (warmup / "config.json").is_file() else " (trained first)"
+    else:
+        start = agent.model
     print(f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
-          f"start from {start_adapter or agent.model}\n{summary}", flush=True)
+          f"start from {start}\n{summary}", flush=True)
     if agent.dry_run:
+        if out_dir.is_dir() and not agent.resume and any(out_dir.iterdir()):
+            print(f"[train] {out_dir} holds an earlier run: a real run would move it aside and start afresh")
         print("[train] dry run: config, data, model folder and adapters check out; no model loaded.")
         return None
 
     # --- model
-    if agent.embedded and start_adapter is None and models.fetched_source(Path(agent.model)) is not None:
+    if warmup is not None:
         with PartialState().main_process_first():  # one warm-up (its own loop, no collectives), the rest reuse it
             agent.model = str(embedded_warmup_model(agent, grpo, explicit))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -816,8 +984,13 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
                                    question_sampler(grpo, dataset, start_adapter))
 
     # --- trainer and training
+    def write_model_card(**_: Any) -> None:  # in place of TRL's, whose card names no base for a local folder
+        if grpo.process_index == 0:
+            (out_dir / "README.md").write_text(model_card(agent.model, phase.name, phase.hardness, start_adapter))
+
     def make_trainer() -> GRPOTrainer:
         trainer = build_trainer(agent, grpo, model, tokenizer, dataset, fewshot, epochs_before_phase, rollout_logger)
+        trainer.create_model_card = write_model_card  # TRL writes the card at every checkpoint
         if trainer.is_world_process_zero():
             write_run_config(out_dir, agent, grpo, phase, start_adapter=start_adapter,
                              generation_eos_token_ids=model.generation_config.eos_token_id,
@@ -831,7 +1004,10 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     # --- save (main process only: under DDP and ZeRO-2 every rank holds the same whole LoRA weights)
     adapter_dir = out_dir / ADAPTER_DIRNAME
     if trainer.is_world_process_zero():
+        for adapter_config in trainer.model.peft_config.values():  # the base as loaded here, whatever the loader
+            adapter_config.base_model_name_or_path = agent.model      # recorded: later phases and eval load this one
         trainer.model.save_pretrained(adapter_dir)
+        write_model_card()
         tokenizer.save_pretrained(adapter_dir)
         # The rows the start adapter carried into the base weights: saved beside this LoRA for eval and later phases.
         models.save_tool_token_rows(adapter_dir, models.tool_token_rows(start_adapter) if start_adapter else {})

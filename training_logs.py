@@ -289,6 +289,20 @@ def run_summary(log_history: list[dict[str, Any]], skip_first: int = 1) -> str:
     return ", ".join(parts)
 
 
+def model_card(base_model: str, phase: str, hardness: tuple[str, ...], start_adapter: Path | None) -> str:
+    """The phase folder's README.md: what was trained, on which base model, and how to evaluate it (TRL's own card
+    links the base model's hub page, and names none when it is a local folder)."""
+    is_folder = Path(base_model).expanduser().is_dir()
+    base = f"`{base_model}` (a local folder)" if is_folder else f"[{base_model}](https://huggingface.co/{base_model})"
+    start = f", starting from the adapter `{start_adapter}`" if start_adapter is not None else ""
+    return (f"---\nbase_model: {base_model}\nlibrary_name: peft\ntags: [grpo, trl, spider-grpo]\n---\n\n"
+            f"# spider-grpo, phase {phase}\n\n"
+            f"A LoRA adapter (`adapter/`) of {base}, trained with GRPO (TRL's GRPOTrainer) to answer Spider questions "
+            f"({'+'.join(hardness)}) by calling SQL tools{start}. The settings it ran with are in `train_config.json`, "
+            "its curves in `training_curves.png`, sampled episodes in `rollouts.jsonl`.\n\n"
+            "    python -m eval --checkpoint <this folder>/adapter      # accuracy by hardness\n")
+
+
 def plot_training_curves(log_history: list[dict[str, Any]], path: Path) -> Path | None:
     """A grid of the plotted metrics over steps; None when nothing was logged or matplotlib is absent."""
     try:
@@ -299,6 +313,7 @@ def plot_training_curves(log_history: list[dict[str, Any]], path: Path) -> Path 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     series = {
         key: [(entry["step"], entry[key]) for entry in log_history if key in entry and "step" in entry]
@@ -315,6 +330,7 @@ def plot_training_curves(log_history: list[dict[str, Any]], path: Path) -> Path 
         axis.plot(steps, values, marker="o", markersize=3)
         axis.set_title(PLOTTED_METRICS[key])
         axis.set_xlabel("step")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: no 0.25 ticks on a short run
         axis.grid(alpha=0.3)
     for axis in list(axes.flat)[len(series):]:
         axis.set_visible(False)

@@ -21,15 +21,19 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from eval.checkpoint import import_unsloth
+import library_noise
+
+library_noise.silence()  # before the libraries load: some of their notices come at import time
+
+from eval.checkpoint import import_unsloth  # noqa: E402
 
 # Nothing imported here loads transformers, so --backend unsloth can still import unsloth before it.
-from eval.evaluate import BACKENDS, GENERATION_MODES, EvalSettings, build_policy, default_backend, evaluate, load_questions
-from eval.report import markdown_table, write_report
-from eval.runner import BatchPolicy
-from policies import SCRIPTED_POLICIES, Policy
-from spider_data import SPLIT_FILES
-from sql_structure import Hardness
+from eval.evaluate import BACKENDS, GENERATION_MODES, EvalSettings, build_policy, default_backend, evaluate, load_questions  # noqa: E402
+from eval.report import markdown_table, write_report  # noqa: E402
+from eval.runner import BatchPolicy  # noqa: E402
+from policies import SCRIPTED_POLICIES, Policy  # noqa: E402
+from spider_data import SPLIT_FILES  # noqa: E402
+from sql_structure import Hardness  # noqa: E402
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

@@ -81,7 +81,10 @@ def import_unsloth() -> None:
     decoding on: plain generate() then replays decode steps as Unsloth's GRPO does (Qwen3-1.7B on an H200,
     benchmarks/bench_rollouts.py: 2.9x the tokens/s at batch 16, 4.5x at batch 1, 2.4x the rollouts/s)."""
     os.environ.setdefault("UNSLOTH_DECODE_CUDA_GRAPHS", "1")
-    import unsloth  # noqa: F401
+    import library_noise
+
+    with library_noise.quiet_import():
+        import unsloth  # noqa: F401
 
 
 def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tuple[Any, Any]:

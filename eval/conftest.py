@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may reach the model hub
 
 import pytest
 
 from spider_data import SpiderSplit, load_split
+
+# What each checkpoint gate measured, in the order they ran: printed at the end of the run, passed or not.
+GATE_RESULTS = pytest.StashKey[list[str]]()
 
 # Every 20th question of Spider's train split: all databases, all hardness classes, and every kind of
 # skipped question, for a few seconds of play (loading the split runs all 7,000 gold queries, ~8 s).
@@ -22,6 +26,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="checkpoint folder for the accuracy gates in eval/test_gates.py (or set EVAL_CHECKPOINT)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[GATE_RESULTS] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The gated numbers of the checkpoint, every gate's, where a passing test would otherwise show none."""
+    results = config.stash.get(GATE_RESULTS, [])
+    if results:
+        terminalreporter.section("checkpoint gates")
+        for line in results:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ The command line (eval/__main__.py) and the checkpoint gates (eval/test_gates.py
 from __future__ import annotations
 
 import importlib.util
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -126,6 +127,37 @@ class EvalSettings:
         settings["policy"] = self.policy or f"checkpoint {self.checkpoint}"
         settings["data_dir"] = str(self.data_dir.resolve())
         return settings
+
+
+def _environment_number(name: str) -> int | None:
+    value = os.environ.get(name)
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: give a whole number") from None
+
+
+def _environment_path(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return Path(value) if value else None
+
+
+def settings_from_environment(checkpoint: str) -> EvalSettings:
+    """The settings of `EVAL_CHECKPOINT=PATH pytest eval/` (eval/test_gates.py): EVAL_DATA_DIR, EVAL_SPLIT,
+    EVAL_LIMIT, EVAL_BATCH_SIZE, EVAL_BACKEND, EVAL_OUT. An unset (or empty) one keeps EvalSettings' default,
+    left to the dataclass: some are computed (the batch size and backend by device) and are no class attributes."""
+    given: dict[str, Any] = {
+        "data_dir": _environment_path("EVAL_DATA_DIR"),
+        "split": os.environ.get("EVAL_SPLIT") or None,
+        "limit": _environment_number("EVAL_LIMIT"),
+        "batch_size": _environment_number("EVAL_BATCH_SIZE"),
+        "backend": os.environ.get("EVAL_BACKEND") or None,
+        "out": _environment_path("EVAL_OUT"),
+    }
+    given = {name: value for name, value in given.items() if value is not None}
+    return EvalSettings(checkpoint=Path(checkpoint), **given)
 
 
 def load_questions(settings: EvalSettings) -> SpiderSplit:

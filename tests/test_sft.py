@@ -93,6 +93,23 @@ def test_sft_makes_the_oracle_calls_more_likely(tmp_path: Path, rows: list[dict[
     assert mean_loss() < before - 1.0  # nats per assistant token, on the very episodes it imitated
 
 
+def test_the_warm_up_shows_a_bar_of_its_steps(tiny_model_dir: Path, rows: list[dict[str, Any]],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """SmolLM2's warm-up logs its first step and then nothing for minutes: a bar like the trainer's says where it is."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    template = masked_chat_template(tokenizer)
+    data = [sft.encode_conversation(tokenizer, c, template) for c in sft.oracle_conversations(rows[:2], step_budget=10)]
+    settings = sft.SFTSettings(epochs=3, learning_rate=1e-3, batch_size=2, micro_batch_size=2, warmup_steps=1, seed=0)
+    sft.train_sft(model, data, settings, tokenizer.pad_token_id, log=lambda entry: None)
+    shown = capsys.readouterr().err
+    assert "warm-up (sft)" in shown and "3/3" in shown and "loss=" in shown
+    sft.train_sft(model, data, settings, tokenizer.pad_token_id, log=lambda entry: None, progress=False)
+    assert "warm-up (sft)" not in capsys.readouterr().err
+
+
 def test_tag_loss_is_the_loss_of_the_tag_targets_alone(tmp_path: Path, rows: list[dict[str, Any]]) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -182,6 +182,10 @@ def test_grpo_run_calls_every_tool_and_the_post_episode_penalty_shows(tmp_path: 
     assert all(0.0 <= entry["episode/accuracy_exact_text"] <= entry["episode/accuracy"] for entry in step_logs)
     assert (tmp_path / "easy" / "training_curves.png").stat().st_size > 0
     assert json.loads((tmp_path / "easy" / "train_config.json").read_text())["grpo"]["num_generations"] == 2
+    # The card and the adapter name the base model the phase trained on (TRL's card said "[None]" for a folder).
+    card = (tmp_path / "easy" / "README.md").read_text()
+    assert "[None]" not in card and f"`{TINY_MODEL}` (a local folder)" in card
+    assert json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"] == TINY_MODEL
 
 
 class AlwaysRightAgent(ScriptedAgent):
@@ -701,7 +705,8 @@ def test_bad_settings_exit_with_a_message_not_a_traceback(tmp_path: Path) -> Non
     result = subprocess.run([sys.executable, "train.py", "--num_generations", "0", "--output_dir", str(tmp_path)],
                             capture_output=True, text=True, cwd=Path(train.__file__).parent, timeout=300)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "train.py: error: --num_generations must be at least 2" in result.stderr
+    # The error is the first line, not under the libraries' import-time notices (library_noise).
+    assert result.stderr.startswith("train.py: error: --num_generations must be at least 2"), result.stderr
 
 
 @pytest.mark.slow
@@ -791,3 +796,220 @@ def test_groups_without_variance_are_told_apart_by_whether_all_or_none_solved_it
     correct = [True, True, True, False, False, False, True, False, False]  # groups of 3: all, none, mixed
     assert solved_group_shares(correct, 3) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
     assert solved_group_shares([], 3) == (0.0, 0.0)
+
+
+# --- the documented workflow: help, config files, a second run, a phase after the warm-up ---------------
+
+
+def test_help_lists_the_config_file_and_the_hub_flag() -> None:
+    parser = train.build_parser()
+    help_text = " ".join(parser.format_help().split())  # argparse wraps lines
+    assert "--config RUN.YAML" in help_text and "--hub_repo REPO, --hub-repo REPO" in help_text
+    (hub_repo,) = [action for action in parser._actions if action.dest == "hub_repo"]
+    assert "--push-to-hub REPO means the same" in hub_repo.help
+
+
+def test_every_flag_in_the_readme_table_is_one_train_py_takes() -> None:
+    import re
+
+    readme = (Path(train.__file__).parent / "README.md").read_text(encoding="utf-8")
+    options = {option for action in train.build_parser()._actions for option in action.option_strings}
+    rows = [line for line in readme.splitlines() if line.startswith("| `--")]
+    flags = [flag for row in rows for flag in re.findall(r"`(--[\w-]+)", row.split("|")[1])]
+    assert len(flags) > 20 and not [flag for flag in flags if flag not in options]
+    # The repo to push to has one name in the README, the help and the error messages; --push-to-hub is TRL's
+    # yes/no flag, which train.py reads as --hub_repo only when a repo name follows it.
+    assert "| `--hub_repo REPO`" in readme and "`--push-to-hub REPO`" not in readme.split("| `--hub_repo")[0]
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("num_generation: 6\n", r"run.yaml: unknown key 'num_generation' \(did you mean num_generations\?\)"),
+        ("num_generations: six\n", r"run.yaml: num_generations: 'six' is not a whole number"),
+        ("num_generations: 6.5\n", r"run.yaml: num_generations: 6.5 is not a whole number"),
+        ("learning_rate: fast\n", r"run.yaml: learning_rate: 'fast' is not a number"),
+        ("stop_at_tool_call: maybe\n", r"run.yaml: stop_at_tool_call: 'maybe' is not true or false"),
+        ("lr_scheduler_type: cosin\n", r"run.yaml: lr_scheduler_type: 'cosin' is not one of: linear, cosine,"),
+        ("- phase: easy\n", r"run.yaml: expected `flag: value` lines \(a YAML mapping\), got a list"),
+        ("phase: [easy\n", r"run.yaml: not valid YAML at line 2"),
+    ],
+    ids=["unknown key", "word for a number", "fraction for a whole number", "word for a float", "not a yes/no",
+         "not a choice", "not a mapping", "not YAML"],
+)
+def test_config_file_mistakes_are_one_line_naming_the_file_and_the_key(tmp_path: Path, config: str,
+                                                                        message: str) -> None:
+    (tmp_path / "run.yaml").write_text(config)
+    with pytest.raises(train.SetupError, match=message) as error:
+        train.main(["--config", str(tmp_path / "run.yaml"), "--output_dir", str(tmp_path / "out"), "--dry-run"])
+    assert "\n" not in str(error.value)  # one line, not a usage text
+
+
+def test_a_config_file_of_right_values_is_taken_whole(tmp_path: Path) -> None:
+    (tmp_path / "run.yaml").write_text("num_generations: 2\nlearning_rate: 1e-4\nstop_at_tool_call: false\n"
+                                       "lr_scheduler_type: cosine\nsft_hardness: [easy, medium]\nreport_to: none\n"
+                                       "max_questions: null\nenv:\n  SPIDER_GRPO_TEST: 'yes'\n")
+    agent, grpo, _ = train.parse_config(["--config", str(tmp_path / "run.yaml"), "--gradient_accumulation_steps", "2"])
+    assert grpo.num_generations == 2 and grpo.learning_rate == 1e-4 and not agent.stop_at_tool_call
+    assert agent.sft_hardness == ["easy", "medium"] and agent.max_questions is None
+
+
+def test_a_command_line_flag_of_the_wrong_type_is_not_buried_under_the_usage(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        train.parse_config(["--num_generations", "six"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "invalid int value: 'six'" in lines[1], lines[:3]
+
+
+def finished_run(directory: Path) -> Path:
+    """A phase folder as a finished run leaves it: checkpoints, the final adapter, its records."""
+    for name in ("checkpoint-2", "checkpoint-4", "adapter"):
+        (directory / name).mkdir(parents=True)
+    (directory / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")
+    (directory / "metrics.jsonl").write_text('{"step": 4}\n')
+    return directory
+
+
+def test_a_second_run_starts_afresh_and_an_interrupted_one_must_be_resumed_or_moved(tmp_path: Path) -> None:
+    agent, grpo, _ = train.parse_config(["--output_dir", str(tmp_path)])
+    easy = train.select_phase(train.load_curriculum(agent.curriculum), "easy")[0]
+    finished_run(tmp_path / "easy")
+    assert train.check_outputs(agent, grpo, easy) is None  # no checkpoint to resume from: a fresh run
+    agent.resume = True
+    assert train.check_outputs(agent, grpo, easy) == tmp_path / "easy" / "checkpoint-4"
+    agent.resume = False
+    (tmp_path / "easy" / "adapter" / "adapter_model.safetensors").unlink()  # stopped before its end
+    with pytest.raises(FileExistsError, match="holds an interrupted run .* pass --resume to continue it"):
+        train.check_outputs(agent, grpo, easy)
+
+
+def test_an_earlier_run_is_moved_aside_whole_never_overwritten(tmp_path: Path) -> None:
+    first = train.move_earlier_run_aside(finished_run(tmp_path / "easy"))
+    assert first is not None and first.parent == tmp_path and first.name.startswith("easy-")
+    assert (first / "adapter" / "adapter_model.safetensors").read_bytes() == b"weights"
+    assert not (tmp_path / "easy").exists()
+    os.utime(finished_run(tmp_path / "easy") / "metrics.jsonl", (first.stat().st_mtime,) * 2)
+    for path in (tmp_path / "easy").iterdir():
+        os.utime(path, (first.stat().st_mtime,) * 2)
+    os.utime(tmp_path / "easy", (first.stat().st_mtime,) * 2)
+    second = train.move_earlier_run_aside(tmp_path / "easy")  # the same time stamp: another name
+    assert second is not None and second != first and second.exists() and first.exists()
+    (tmp_path / "empty").mkdir()
+    assert train.move_earlier_run_aside(tmp_path / "empty") is None
+    assert train.move_earlier_run_aside(tmp_path / "missing") is None
+
+
+def test_a_dry_run_says_it_would_move_an_earlier_run_and_moves_nothing(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    finished_run(tmp_path / "easy")
+    train.main(["--output_dir", str(tmp_path), "--model", TINY_MODEL, "--dry-run"])
+    assert "holds an earlier run: a real run would move it aside" in capsys.readouterr().out
+    assert (tmp_path / "easy" / "adapter").is_dir()
+
+
+@pytest.mark.slow
+def test_the_first_command_run_twice_trains_twice_and_keeps_the_first(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1")
+    first_adapter = (tmp_path / "easy" / "adapter" / "adapter_model.safetensors").read_bytes()
+    capsys.readouterr()
+    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1")
+    output = capsys.readouterr().out
+    (earlier,) = [path for path in tmp_path.iterdir() if path.name.startswith("easy-")]
+    assert f"{tmp_path / 'easy'} held an earlier run: moved it to {earlier}; this run starts afresh" in output
+    assert output.index("held an earlier run") < output.index("[train] phase easy")  # among the first lines
+    assert (earlier / "adapter" / "adapter_model.safetensors").read_bytes() == first_adapter
+    assert [entry["step"] for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry] == [1]
+
+
+def adapter_on(base: Path | str, directory: Path) -> Path:
+    """An adapter folder whose config names its base model, as PEFT saves one (no weights needed to check)."""
+    directory.mkdir(parents=True)
+    (directory / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(base)}))
+    return directory
+
+
+def test_a_phase_from_an_adapter_loads_the_base_that_adapter_was_trained_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The embedded easy phase trains on the warm-up model: mixed must load that, not the raw SmolLM2 that
+    embedded mode names (whichever model embedded mode picks here, the adapter's base wins)."""
+    base = tmp_path / "warmed-up"
+    import shutil
+
+    shutil.copytree(TINY_MODEL, base)
+    adapter_on(base, tmp_path / "out" / "easy" / "adapter")
+    train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--dry-run"])
+    assert f"start from the adapter {tmp_path / 'out' / 'easy' / 'adapter'} on {base}" in capsys.readouterr().out
+
+    class Loaded(Exception):
+        pass
+
+    def load_model(agent: Any, *args: Any, **kwargs: Any) -> Any:
+        raise Loaded(agent.model)
+
+    monkeypatch.setattr(train, "load_model", load_model)
+    with pytest.raises(Loaded, match=str(base)):
+        train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed"])
+
+
+def test_a_model_that_is_not_the_adapters_base_is_refused_naming_both(tmp_path: Path) -> None:
+    adapter = adapter_on(TINY_MODEL, tmp_path / "out" / "easy" / "adapter")
+    other = tmp_path / "other-model"
+    import shutil
+
+    shutil.copytree(TINY_MODEL, other)
+    with pytest.raises(train.SetupError, match=f"--model {other} is not the model the start adapter {adapter} was "
+                                               f"trained on \\({TINY_MODEL}\\)"):
+        train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--model", str(other), "--dry-run"])
+    # The same folder, however it is written, is the same model.
+    relative = os.path.relpath(TINY_MODEL)
+    train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--model", relative, "--dry-run"])
+
+
+def test_an_adapter_whose_base_is_gone_is_named_before_anything_loads(tmp_path: Path) -> None:
+    adapter_on(tmp_path / "cleared-cache" / "sft" / "model", tmp_path / "out" / "easy" / "adapter")
+    with pytest.raises(train.SetupError, match="was trained on .*cleared-cache/sft/model, which is no longer there"):
+        train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--dry-run"])
+
+
+def test_the_log_names_the_warm_up_an_embedded_phase_starts_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": "tiny-fetched", "gguf_sha256": "0"})
+    monkeypatch.setattr(train.models, "model_cache_dir", lambda: tmp_path / "cache" / "models")
+    train.main(["--output_dir", str(tmp_path / "out"), "--model", TINY_MODEL, "--embedded", "--dry-run"])
+    warmup = train.embedded_warmup_dir(train.parse_config(["--model", TINY_MODEL])[0])
+    assert warmup.is_relative_to(tmp_path / "cache" / "warmups")
+    assert f"start from the warm-up of {Path(TINY_MODEL).name} at {warmup} (trained first)" in capsys.readouterr().out
+
+
+def test_the_curves_count_steps_in_whole_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.figure import Figure
+
+    from training_logs import plot_training_curves
+
+    saved: list[Figure] = []
+    savefig = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: (saved.append(figure),
+                                                                           savefig(figure, *args, **kwargs)))
+    history = [{"step": 1, "reward": 0.1, "loss": 0.0}, {"step": 2, "reward": 0.3, "loss": 0.1}]  # an embedded run
+    plot_training_curves(history, tmp_path / "curves.png")
+    ticks = [tick for axis in saved[0].axes if axis.get_visible() for tick in axis.get_xticks()]
+    assert ticks and all(float(tick).is_integer() for tick in ticks)
+
+
+def test_the_model_card_names_a_local_base_model(tmp_path: Path) -> None:
+    from training_logs import model_card
+
+    card = model_card(TINY_MODEL, "mixed", ("easy", "medium"), tmp_path / "easy" / "adapter")
+    assert "[None]" not in card and f"`{TINY_MODEL}` (a local folder)" in card
+    assert f"base_model: {TINY_MODEL}" in card
+    assert f"starting from the adapter `{tmp_path / 'easy' / 'adapter'}`" in card
+    assert "[Qwen/Qwen3-1.7B](https://huggingface.co/Qwen/Qwen3-1.7B)" in model_card("Qwen/Qwen3-1.7B", "easy",
+                                                                                       ("easy",), None)
+
+
+def test_the_readme_says_embedded_runs_write_no_tensorboard_logs() -> None:
+    readme = (Path(train.__file__).parent / "README.md").read_text(encoding="utf-8")
+    outputs = readme[readme.index("**Outputs**"):readme.index("## Several GPUs")]
+    assert train.EMBEDDED_OVERRIDES["report_to"] == "none" and "embedded mode writes none" in " ".join(outputs.split())
