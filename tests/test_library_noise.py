@@ -33,12 +33,18 @@ class Recorded(logging.Handler):
 
 
 def logged(name: str, message: str) -> list[str]:
+    """What reaches a handler of the logger: only our filters decide (a library imported earlier in the test run
+    may have disabled the logger or raised its level, which is not what these tests are about)."""
     logger, handler = logging.getLogger(name), Recorded()
+    saved = logger.disabled, logger.level
+    logger.disabled = False
+    logger.setLevel(logging.DEBUG)
     logger.addHandler(handler)
     try:
         logger.warning(message)
     finally:
         logger.removeHandler(handler)
+        logger.disabled, logger.level = saved
     return handler.messages
 
 
