@@ -374,9 +374,10 @@ def main(argv: list[str] | None = None) -> int:
                                                              "results and report in --work")
     parser.add_argument("--steps", type=int, default=None,
                         help="GRPO steps of every arm run now (default: the scale's; the report shows the number run)")
-    parser.add_argument("--eval-generation", choices=("padded", "rounds"), default="padded",
-                        help="how the evals generate a turn (python -m eval --generation; default padded, as every "
-                             "line so far; rounds took 0.64x the time of padded on the H200 at the same accuracy)")
+    parser.add_argument("--eval-generation", choices=("padded", "rounds"), default=None,
+                        help="how the evals generate a turn (python -m eval --generation; default the scale's: padded "
+                             "for gpu, as every line of it, rounds for epoch; rounds took 0.64x the time of padded on "
+                             "the H200 at the same accuracy)")
     parser.add_argument("--train-only", nargs="+", choices=list(ARMS), default=[], metavar="ARM",
                         help="arms to train without their evals (about 110-150 s of H200 time an arm): those that "
                              "only start a later arm, so that a comparison of later arms fits one session (a "
@@ -419,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     scale = SCALES[arguments.scale]
     if arguments.steps is not None:
         scale = replace(scale, easy_steps=arguments.steps, mixed_steps=arguments.steps)
-    scale = replace(scale, eval_generation=arguments.eval_generation)
+    if arguments.eval_generation is not None:
+        scale = replace(scale, eval_generation=arguments.eval_generation)
     if (arguments.data_dir / "train_spider.json").is_file() and not (arguments.data_dir / "dev.json").is_file():
         data = split_by_database(arguments.data_dir, arguments.work, held_out_databases())
     else:

@@ -19,7 +19,8 @@ MAIN_LINE = ("base", "sft", "easy", "mixed")
 # sampled at temperature 1 in training, some of a group's completions stop and some go on, which is what gives the
 # penalty an advantage to act on (a habit every completion has costs the whole group alike and teaches nothing).
 HABIT_SHARE = 0.6
-ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only", "no-penalty-habit")
+ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only", "no-penalty-habit", "mixed-informative",
+             "easy-lr1e-4", "mixed-lr1e-4")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,11 @@ ARMS = {
     # phase's history, so questions the easy epoch settled are the first to wait.
     "mixed-informative": Arm("mixed-informative", "mixed", "easy", "mixed_steps", ("--sampling", "informative"),
                              ablates="mixed"),
+    # Learning rate (issue 29's settings): the epoch scale's 16 groups a step give 28 optimizer steps an easy epoch, a
+    # tenth of the warm-up's 1e-3; 1e-4 asks whether the default 2e-5 leaves the LoRA where the warm-up put it.
+    "easy-lr1e-4": Arm("easy-lr1e-4", "easy", "sft", "easy_steps", ("--learning_rate", "1e-4"), ablates="easy"),
+    "mixed-lr1e-4": Arm("mixed-lr1e-4", "mixed", "easy-lr1e-4", "mixed_steps", ("--learning_rate", "1e-4"),
+                        ablates="mixed"),
     "sft-habit": Arm("sft-habit", "sft", None, "easy_steps", ("--sft_never_stop_share", str(HABIT_SHARE))),
     "easy-habit": Arm("easy-habit", "easy", "sft-habit", "easy_steps"),
     "no-penalty-habit": Arm("no-penalty-habit", "easy", "sft-habit", "easy_steps", ("--post_episode_penalty", "0"),

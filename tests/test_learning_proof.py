@@ -279,6 +279,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     warm_ups = {name: proof_arms.warm_up_of(arm) for name, arm in proof_arms.ARMS.items()}
     assert warm_ups == {"base": None, "sft": "sft", "easy": "sft", "mixed": "sft", "ng4": "sft", "no-penalty": "sft",
                         "no-fewshot": "sft", "no-sft": None, "mixed-only": "sft", "mixed-informative": "sft",
+                        "easy-lr1e-4": "sft", "mixed-lr1e-4": "sft",
                         "sft-habit": "sft-habit", "easy-habit": "sft-habit", "no-penalty-habit": "sft-habit"}
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(proof_arms.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
@@ -286,6 +287,10 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     assert agent.sft_never_stop_share == proof_arms.HABIT_SHARE > 0
     plain = learning_proof.train_argv(proof_arms.ARMS["sft"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
     assert train.parse_config(plain)[0].sft_never_stop_share == 0
+    (tmp_path / "sft-seed8" / "sft" / "adapter").mkdir(parents=True)
+    (tmp_path / "sft-seed8" / "sft" / "adapter" / "adapter_model.safetensors").write_bytes(b"")
+    faster = learning_proof.train_argv(proof_arms.ARMS["easy-lr1e-4"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
+    assert train.parse_config(faster)[1].learning_rate == 1e-4 != scale.grpo_learning_rate
     with pytest.raises(FileNotFoundError, match="run --arms sft-habit first"):
         learning_proof.train_argv(proof_arms.ARMS["no-penalty-habit"], scale, tmp_path, BUILTIN_DATA_DIR,
                                   tmp_path, 8)
