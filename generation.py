@@ -60,10 +60,12 @@ class GenerationSettings(Protocol):
 
 
 def prepare_model(model: Any, tokenizer: Any, settings: GenerationSettings) -> None:
-    """The model side, before the trainer reads it: the stop rule's end-of-turn ids; under Unsloth, CUDA-graph
-    decode for Qwen2 and the grouped decode attention (each as the settings ask, undone when they do not)."""
+    """The model side, before the trainer reads it: the stop rule's end-of-turn ids; the LM head's input made
+    contiguous; under Unsloth, CUDA-graph decode for Qwen2 and the grouped decode attention (each as the settings
+    ask, undone when they do not)."""
     if settings.stop_at_tool_call:
         install_stop_rule(model, tokenizer)
+    read_lm_head_input_contiguously(model)
     if settings.backend == "unsloth":
         allow_unsloth_decode_graphs(model.config.model_type, settings.decode_graphs)
         if settings.grouped_decode_attention:
@@ -89,6 +91,31 @@ def wrap_trainer(trainer: Any, tokenizer: Any, settings: GenerationSettings,
     if settings.generation_mode_per_rollout:
         keep_generation_mode_across_turns(trainer)
     return applied
+
+
+# --- the LM head ----------------------------------------------------------------------------------------------------
+
+_LM_HEAD_HOOK = "_spider_grpo_contiguous_input_hook"
+
+
+def read_lm_head_input_contiguously(model: Any) -> bool:
+    """Hand the LM head a contiguous input. A strided one (a decode step's [rows, 1, hidden] that is a view of a
+    larger buffer) sends ``F.linear`` to a batched product with the weight broadcast to every row, which reads the
+    whole head once per row: at 96 rows the 0.5B's 272 MB head costs 6 ms of a decode step on the H200 (profile of
+    benchmarks/decode_step.py, 2026-12-03: aten::bmm [96, 1, 896] x [96, 896, 151936]). Contiguous, the same
+    product is one matrix product that reads it once. Returns False when the model has no output embeddings."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is None:
+        return False
+    if _LM_HEAD_HOOK not in head.__dict__:
+        head.__dict__[_LM_HEAD_HOOK] = head.register_forward_pre_hook(_contiguous_first_argument)
+    return True
+
+
+def _contiguous_first_argument(module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    if args and isinstance(args[0], torch.Tensor) and not args[0].is_contiguous():
+        return (args[0].contiguous(), *args[1:])
+    return None
 
 
 # --- the turns: caps and closing -----------------------------------------------------------------------------------

@@ -57,12 +57,15 @@ def build_random_qwen2(out_dir: Path) -> Path:
 
 
 def load(model_dir: str) -> tuple[Any, Any]:
-    """The model as a GRPO run of train.py holds it (LoRA attached), switched to Unsloth's inference mode."""
+    """The model as a GRPO run of train.py holds it (LoRA attached, prepared for generation as train.py prepares
+    it: Qwen2's decode graphs allowed, the LM head's input contiguous), switched to Unsloth's inference mode."""
+    import generation
     import train
     from unsloth import FastLanguageModel
 
     agent = train.AgentConfig(model=model_dir, backend="unsloth")
     model, tokenizer = train.load_model(agent, types.SimpleNamespace(gradient_checkpointing=True, seed=0), None)
+    generation.prepare_model(model, tokenizer, agent)
     FastLanguageModel.for_inference(model)
     return model, tokenizer
 
@@ -209,6 +212,10 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         print("| " + " | ".join(str(row.get(column, "")) for column in columns) + " |")
     by_key = {(row["core"], row["padding"], row["batch"]): row["decode_ms"] for row in rows if "decode_ms" in row}
+    if by_key and not any(row.get("replays") for row in rows):
+        # 2026-12-03b: a run whose model skipped generation.prepare_model decoded eagerly, 36 ms a step at 6 rows.
+        print("WARNING: no decode step replayed a CUDA graph: these are eager figures, not a GRPO rollout's "
+              "(Unsloth's decode graphs were not allowed for this model type)")
     for core in CORES:
         for padding in PADDINGS:
             batches = sorted(batch for (c, p, batch) in by_key if (c, p) == (core, padding))

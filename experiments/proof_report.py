@@ -80,7 +80,10 @@ def ablation_pairs(results: dict[str, Any], ablation: str) -> list[tuple[int, di
     """(seed, full-setting run, ablation run) for every seed and scale where an ablation and the arm it ablates both
     ran from the same warm-up: the only fair comparison, since warm-ups of different seeds differ by about as much
     as GRPO adds."""
-    return pairs_by_seed(results, str(ARMS[ablation].ablates), ablation)
+    full = str(ARMS[ablation].ablates)
+    lines = sorted({line_of(run) for run in results["runs"].values() if run["arm"] == ablation})
+    # A line is the arm and its scale ("easy-lr1e-4@epoch"): the full setting is paired at the same scale.
+    return [pair for line in lines for pair in pairs_by_seed(results, full + line[len(ablation):], line)]
 
 
 def gains_over_warm_up(results: dict[str, Any], arm: str) -> list[float]:
@@ -451,7 +454,7 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
             change = ("-" if overall_full is None or overall_ablated is None
                       else f"{(overall_ablated - overall_full) * 100:+.1f}")
             changes = question_changes(full, ablated)
-            cells = [ablation, full["arm"], str(seed),
+            cells = [line_of(ablated), line_of(full), str(seed),
                      f"{len(full.get('curves', []))} / {len(ablated.get('curves', []))}",
                      both(lambda run: heldout(run, "overall"), percent=True), change,
                      f"{changes.gained} / {changes.lost} (p={changes.p:.2g})" if changes else "-",

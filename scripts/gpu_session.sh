@@ -11,6 +11,8 @@
 #                  PROMPTS=4: the learning proof's 24-episode steps; TVARIANTS: plain TRL's variants;
 #                  BENCH_OUT=NAME: NAME.json and NAME.log, so two benches in one session keep both)
 #   decode ARGS...  benchmarks/decode_step.py ARGS (a decode step's cost by batch and attention core); figures to $OUT
+#   memory17 N...  a random-weight 1.7B (Qwen3-1.7B's shape) in /tmp/q17, one GRPO step's peak memory at N prompt groups
+#                  a step (6 x 1024 tokens each, micro-batch 6): which default fits the L4's 22.5 GiB; figures to $OUT
 #   bg NAME STAGE ARGS...  any stage in the background as run NAME (a `then` can wait on it); returns at once
 #   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
 #                  one after the other in one process (benchmarks/eval_generation.py); figures to $OUT
@@ -118,6 +120,13 @@ case "$stage" in
     python3 benchmarks/decode_step.py "$@" --out "$out/decode_step.json" > "$out/decode_step.log" 2>&1 \
       || echo "decode_step.py exited with $?"
     grep -vE "^\{" "$out/decode_step.log" | tail -60
+    ;;
+  memory17)
+    [ -f /tmp/q17/config.json ] || python3 models.py random --size 1.7b --out /tmp/q17 > "$out/q17.log" 2>&1
+    python3 benchmarks/gpu_backends.py --model /tmp/q17 --backends unsloth --variants stop+graphs+cap+grouped \
+      --steps "${STEPS:-2}" --max-completion-length 1024 --prompts-per-step "$@" --micro-batch 6 \
+      --out "$out/memory_17b.json" > "$out/memory_17b.log" 2>&1 || echo "gpu_backends.py exited with $?"
+    grep -iE "peak|prompts|episodes/s" "$out/memory_17b.log" | tail -20
     ;;
   bg)
     name=$1; shift

@@ -186,3 +186,32 @@ def test_settings_that_turn_a_wrapper_off_leave_it_out() -> None:
     trainer = FakeTrainer()
     assert generation.wrap_trainer(trainer, None, settings) == []
     assert trainer._generate_single_turn([[1]]) == ([[7]], None)
+
+
+def test_the_lm_head_reads_a_strided_decode_input_as_one_matrix_product() -> None:
+    class TinyLM(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.head = torch.nn.Linear(16, 50, bias=False).requires_grad_(False)  # frozen, as under LoRA
+
+        def get_output_embeddings(self) -> torch.nn.Module:
+            return self.head
+
+    model = TinyLM()
+    hidden = torch.randn(8, 5, 16)[:, -1:, :]  # a decode step's rows as a view of a longer buffer
+    assert not hidden.is_contiguous()
+
+    def operators(inputs: torch.Tensor) -> tuple[set[str], torch.Tensor]:
+        with torch.profiler.profile() as profile, torch.inference_mode():  # as a decode step runs
+            logits = model.head(inputs)
+        return {event.key for event in profile.key_averages()}, logits
+
+    before, expected = operators(hidden)
+    assert "aten::bmm" in before  # the weight broadcast to every row: read once per row
+    assert generation.read_lm_head_input_contiguously(model)
+    assert generation.read_lm_head_input_contiguously(model)  # a second call adds no second hook
+    assert len(model.head._forward_pre_hooks) == 1
+    after, logits = operators(hidden)
+    assert "aten::bmm" not in after and "aten::mm" in after
+    torch.testing.assert_close(logits, expected)
+    assert not generation.read_lm_head_input_contiguously(torch.nn.Linear(2, 2))

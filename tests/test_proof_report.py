@@ -272,3 +272,20 @@ def test_the_report_says_which_pooled_runs_are_shorter_and_which_runs_were_only_
     assert "Pooled runs of different lengths (GRPO steps): mixed: 40 (seeds 0, 2), 30 (seed 7)." in report
     assert "| easy | 7 | gpu | 30 | - | 10 s (trained only) |" in report
     assert "| easy | 0 | gpu | 40 | - | 10 s |" in report
+
+
+def test_an_ablation_pairs_with_its_full_setting_at_the_same_scale_only() -> None:
+    def run(arm: str, scale: str, outcomes: str) -> dict:
+        entry = _grpo_run(arm, 21, outcomes.count("1") / 4, outcomes, zero_share=0.25, reward=0.5)
+        return dict(entry, scale=scale, warm_up_digest="a")
+
+    runs = {"easy/seed21/epoch": run("easy", "epoch", "1100"),
+            "easy-lr1e-4/seed21/epoch": run("easy-lr1e-4", "epoch", "1000"),
+            "easy/seed21/gpu": run("easy", "gpu", "1111")}
+    [(seed, full, ablated)] = proof_report.ablation_pairs({"runs": runs}, "easy-lr1e-4")
+    assert (seed, full["scale"], ablated["arm"]) == (21, "epoch", "easy-lr1e-4")
+    [row] = proof_report.ablation_rows({"runs": runs})
+    assert row.startswith("| easy-lr1e-4@epoch | easy@epoch | 21 |") and "| -25.0 |" in row
+    assert proof_report.ablation_pairs({"runs": {"easy/seed21/gpu": runs["easy/seed21/gpu"],
+                                                 "easy-lr1e-4/seed21/epoch": runs["easy-lr1e-4/seed21/epoch"]}},
+                                       "easy-lr1e-4") == []
