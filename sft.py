@@ -35,7 +35,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +272,46 @@ def warmup_cosine(step: int, *, warmup_steps: int, total_steps: int, floor: floa
         return (step + 1) / warmup_steps
     progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
     return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+@dataclass
+class WarmupConfig:
+    """The warm-up's own settings (``--phase sft``), parsed with train.py's (its AgentConfig extends this)."""
+
+    train_tool_tokens: bool = field(
+        default=True,
+        metadata={"help": "--phase sft: also train the embedding (and LM-head) rows of <tool_call> and </tool_call> "
+                          "(a LoRA alone cannot move them; the fetched models start them untrained). They are saved "
+                          "beside the adapter (tool_token_rows.safetensors); later phases and eval carry them."},
+    )
+    sft_epochs: float = field(
+        default=2.0, metadata={"help": "--phase sft: passes over the oracle's episodes of the train split."}
+    )
+    sft_hardness: list[str] = field(
+        default_factory=lambda: ["easy", "medium", "hard", "extra"],
+        metadata={"help": "--phase sft: hardness classes of the train split to imitate."},
+    )
+    sft_batch_size: int = field(
+        default=8,
+        metadata={"help": "--phase sft: episodes per optimizer step (in micro-batches of "
+                          "--per_device_train_batch_size)."},
+    )
+    sft_full_finetune: bool = field(
+        default=False,
+        metadata={"help": "--phase sft: train every weight and save a full model to OUTPUT_DIR/sft/model, the "
+                          "--model of later phases (for small random-weight models; LoRA needs pretrained ones)."},
+    )
+    sft_never_stop_share: float = field(
+        default=0.0,
+        metadata={"help": "--phase sft: share of episodes that keep calling tools after answering (reproduces "
+                          "the first run's habit, to measure the post-episode penalty). Leave at 0 otherwise."},
+    )
+
+    def __post_init__(self) -> None:
+        if self.sft_epochs <= 0 or self.sft_batch_size < 1 or not 0.0 <= self.sft_never_stop_share <= 1.0:
+            raise ValueError("--sft_epochs must be above 0, --sft_batch_size at least 1 and --sft_never_stop_share "
+                             f"between 0 and 1, got {self.sft_epochs}, {self.sft_batch_size} and "
+                             f"{self.sft_never_stop_share}")
 
 
 @dataclass

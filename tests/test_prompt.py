@@ -14,6 +14,7 @@ import train  # noqa: E402  (imports unsloth first, as train.py must)
 import sft  # noqa: E402, I001  (after train: it loads transformers)
 import eval.__main__ as eval_command  # noqa: E402
 from agent_env import DEFAULT_STEP_BUDGET  # noqa: E402
+from curriculum import load_curriculum, select_phase  # noqa: E402
 from fewshot import choose_examples, play_examples  # noqa: E402
 from policies import OraclePolicy, ToolCall  # noqa: E402
 from prompt import first_observation, system_prompt  # noqa: E402
@@ -70,7 +71,7 @@ def assert_states_a_budget_of_5(system_messages: list[str]) -> None:
 
 def test_a_step_budget_of_5_reaches_training_the_warm_up_eval_and_the_fewshot_examples(tmp_path: Path) -> None:
     agent, _, _ = train.parse_config(["--step_budget", "5", "--max_questions", "2", "--output_dir", str(tmp_path)])
-    phase, _ = train.select_phase(train.load_curriculum(agent.curriculum), "easy")
+    phase, _ = select_phase(load_curriculum(agent.curriculum), "easy")
     dataset, fewshot, _ = train.prepare_dataset(agent, phase, fewshot_examples=2)
     assert fewshot.examples_text  # the few-shot system prompt: the base prompt, then the examples played at 5
     assert_states_a_budget_of_5([fewshot.system_prompt()])

