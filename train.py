@@ -77,6 +77,7 @@ from sampling import InformativeSampler, question_key  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, spread_sample, to_grpo_rows  # noqa: E402
 from training_logs import (  # noqa: E402
     RolloutLogger,
+    learned_nothing_warnings,
     model_card,
     plot_training_curves,
     run_summary,
@@ -777,6 +778,8 @@ def save_phase(trainer: GRPOTrainer, tokenizer: Any, agent: AgentConfig, plan: P
         plot_training_curves(trainer.state.log_history, curves)
         print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
         print(f"[train] {rollout_logger.totals.summary()}", flush=True)
+        for warning in learned_nothing_warnings(trainer.state.log_history, rollout_logger.totals):
+            print(f"[train] {warning}", flush=True)
         print(f"[train] saved adapter to {adapter_dir}; curves in {curves}", flush=True)
         if agent.hub_repo:
             trainer.model.push_to_hub(agent.hub_repo)

@@ -289,6 +289,21 @@ def run_summary(log_history: list[dict[str, Any]], skip_first: int = 1) -> str:
     return ", ".join(parts)
 
 
+def learned_nothing_warnings(log_history: list[dict[str, Any]], totals: RunTotals) -> list[str]:
+    """Lines for a run that could not have learned: no tool call in any episode, or a gradient of 0 in every step
+    (every group scored alike, so every advantage was 0). Empty for a run that may have learned."""
+    warnings = []
+    if totals.episodes and totals.tool_calls == 0:
+        warnings.append(f"WARNING: the model made no tool call in any of {totals.episodes} episodes, so no answer "
+                        "could be right; warm it up first (python train.py --phase sft, then this phase with "
+                        "--start_adapter OUTPUT_DIR/sft/adapter)")
+    grad_norms = [entry["grad_norm"] for entry in log_history if "grad_norm" in entry]
+    if grad_norms and not any(grad_norms):
+        warnings.append(f"WARNING: the gradient was 0 in all {len(grad_norms)} steps: every group's episodes scored "
+                        "alike (frac_reward_zero_std 1.0), so the LoRA did not move")
+    return warnings
+
+
 def model_card(base_model: str, phase: str, hardness: tuple[str, ...], start_adapter: Path | None) -> str:
     """The phase folder's README.md: what was trained, on which base model, and how to evaluate it (TRL's own card
     links the base model's hub page, and names none when it is a local folder)."""
