@@ -87,7 +87,7 @@ from training_logs import (  # noqa: E402
 REPO_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
 LORA_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-ADAPTER_DIRNAME = "adapter"
+ADAPTER_DIRNAME = sft.ADAPTER_DIRNAME  # one name for every phase's LoRA folder, the warm-up's included
 
 # --------------------------------------------------------------------------------------------- config
 
@@ -803,7 +803,12 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     """
     agent, grpo, explicit = read_settings(sys.argv[1:] if argv is None else argv)
     if agent.phase == sft.PHASE_NAME:  # the supervised warm-up (sft.py): no curriculum phase, no GRPO
-        return None if agent.dry_run else warm_up(agent, grpo, explicit)
+        if agent.dry_run:
+            episodes = sft.warmup_conversations(agent, seed=grpo.seed)
+            print(f"[train] dry run: {len(episodes)} oracle episodes of {agent.data_dir} for the warm-up; config and "
+                  "data check out, no model loaded.")
+            return None
+        return warm_up(agent, grpo, explicit)
     plan = plan_phase(agent, grpo, explicit)
     start_afresh(plan, agent)  # first, so that the log says where an earlier run went before this one's phase
     print(plan.description, flush=True)

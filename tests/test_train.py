@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,13 @@ def test_an_unknown_phase_is_refused_before_embedded_mode_fetches_a_model(
     with pytest.raises(train.SetupError, match="unknown --phase 'hard'"):
         train.main(["--output_dir", str(tmp_path), "--dry-run", "--phase", "hard"])
     assert "EMBEDDED MODE" not in capsys.readouterr().out
+
+
+def test_a_warm_up_dry_run_builds_its_episodes_and_says_so(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert train.main(["--output_dir", str(tmp_path), "--phase", "sft", "--model", TINY_MODEL, "--dry-run"]) is None
+    assert re.search(r"dry run: \d+ oracle episodes of .* for the warm-up", capsys.readouterr().out)
+    assert not (tmp_path / "sft").exists()
 
 
 def test_dry_run_checks_and_loads_no_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
