@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -350,6 +351,32 @@ def phase_summary(calls: list[dict[str, Any]], steps: int) -> dict[str, float]:
             if decode_steps else None}
 
 
+def stream_child(command: list[str], timeout_s: float, label: str) -> tuple[list[str], bool]:
+    """Run ``command`` (stderr into stdout), passing its lines through as they come, prefixed ``  [label]``, so that
+    a log watched during a long run, or cut off by a GPU session's time limit, shows how far it got (a 1.7B child
+    held its output for 7 minutes). Returns its lines and whether it was killed at ``timeout_s``."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO_DIR,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        child.kill()
+
+    watchdog = threading.Timer(timeout_s, kill)
+    watchdog.start()
+    output: list[str] = []
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            output.append(line)
+            print(f"  [{label}] {line}", end="", flush=True)
+        child.wait()
+    finally:
+        watchdog.cancel()
+    return output, killed.is_set()
+
+
 def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], num_generations: int,
               length: int) -> list[dict[str, Any]]:
     """The variants of one backend in a fresh Python process; a crash becomes a row saying so."""
@@ -365,16 +392,14 @@ def run_child(backend: str, arguments: argparse.Namespace, variants: list[str], 
     if backend == "transformers":
         command += ["--backend", "transformers"]  # seen by train.py at import: keeps Unsloth out
     started = time.time()
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=arguments.timeout_s, cwd=REPO_DIR)
-    except subprocess.TimeoutExpired:
+    output, timed_out = stream_child(command, arguments.timeout_s, label=backend)
+    if timed_out:
         return [{"backend": backend, "variant": ",".join(variants), "error": f"timed out after {arguments.timeout_s} s"}]
-    rows = [json.loads(line[len("BENCH_RESULT "):]) for line in result.stdout.splitlines()
-            if line.startswith("BENCH_RESULT ")]
+    rows = [json.loads(line[len("BENCH_RESULT "):]) for line in output if line.startswith("BENCH_RESULT ")]
     for row in rows:
         row["process_wall_s"] = round(time.time() - started, 1)
     if not rows:
-        tail = (result.stdout + result.stderr)[-3000:]
+        tail = "".join(output)[-3000:]
         error = "out of memory" if "OutOfMemory" in tail or "out of memory" in tail else f"failed: {tail}"
         rows = [{"backend": backend, "variant": ",".join(variants), "num_generations": num_generations,
                  "max_completion_length": length, "error": error}]

@@ -102,3 +102,14 @@ def test_a_calls_split_gives_its_parts_medians_fixed_share_and_steady_steps_by_p
                      "teardown_s": 0.05, "fixed_share": round((0.48 + 0.48 + 0.56) / 3.0, 2),
                      "steady_ms_one_length": [5.0, 6.0], "steady_ms_padded": [16.0, 16.0]}
     assert fit_call_costs.call_split({"calls": [{"step": 1, "batch": 6, "seconds": 1.0}]}) is None  # older rows
+
+
+def test_a_childs_lines_pass_through_as_they_come_and_a_hung_child_is_killed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    talking = [sys.executable, "-c", "import time; print('loading'); time.sleep(0.2); print('BENCH_RESULT {}')"]
+    output, timed_out = gpu_backends.stream_child(talking, timeout_s=60, label="unsloth")
+    assert output == ["loading\n", "BENCH_RESULT {}\n"] and not timed_out
+    assert capsys.readouterr().out == "  [unsloth] loading\n  [unsloth] BENCH_RESULT {}\n"
+    hung = [sys.executable, "-c", "import time; print('loading', flush=True); time.sleep(60)"]
+    output, timed_out = gpu_backends.stream_child(hung, timeout_s=1, label="unsloth")
+    assert output == ["loading\n"] and timed_out
