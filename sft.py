@@ -49,6 +49,7 @@ from models import save_tool_token_rows
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
 from prompt import CLOSING_MESSAGE
 from spider_data import SpiderExample, load_split, spread_sample, to_grpo_rows
+from training_logs import write_run_config
 
 PHASE_NAME = "sft"
 ADAPTER_DIRNAME = "adapter"
@@ -427,9 +428,7 @@ def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -
           f"assistant's), {settings.epochs:g} epoch(s), learning rate {settings.learning_rate:g}, "
           f"{settings.batch_size} episodes per step", flush=True)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "train_config.json").write_text(json.dumps(
-        {"agent": asdict(agent), "grpo": grpo.to_dict(), "sft": asdict(settings)},
-        indent=2, default=str))
+    write_run_config(out_dir, agent, grpo, phase=None, sft=asdict(settings))
     metrics_path = out_dir / "metrics.jsonl"
     metrics_path.write_text("")
 

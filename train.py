@@ -82,6 +82,7 @@ from training_logs import (  # noqa: E402
     plot_training_curves,
     run_summary,
     start_gpu_memory_accounting,
+    write_run_config,
 )
 
 REPO_DIR = Path(__file__).resolve().parent
@@ -659,15 +660,6 @@ def multi_process_oom_advice(grpo: AgentGRPOConfig, agent: AgentConfig, out_dir:
 # ----------------------------------------------------------------------------------------------- main
 
 
-def write_run_config(out_dir: Path, agent: AgentConfig, grpo: AgentGRPOConfig, phase: Phase | None,
-                     **extra: Any) -> None:
-    """train_config.json: the settings as they ran (written once the trainer is built, again after a retry;
-    by the main process only)."""
-    record = {"agent": dataclasses.asdict(agent), "grpo": grpo.to_dict(),
-              "phase": dataclasses.asdict(phase) if phase else None, **extra}
-    (out_dir / "train_config.json").write_text(json.dumps(record, indent=2, default=str))
-
-
 @dataclass
 class PhasePlan:
     """One GRPO phase, worked out and checked before any model loads."""
@@ -837,7 +829,8 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
                                 rollout_logger)
         trainer.create_model_card = write_model_card  # TRL writes the card at every checkpoint
         if trainer.is_world_process_zero():
-            write_run_config(plan.out_dir, agent, grpo, plan.phase, start_adapter=plan.start_adapter,
+            write_run_config(plan.out_dir, agent, grpo, phase=dataclasses.asdict(plan.phase),
+                             start_adapter=plan.start_adapter,
                              generation_eos_token_ids=model.generation_config.eos_token_id,
                              num_processes=trainer.accelerator.num_processes)
         if before_train is not None:

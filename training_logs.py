@@ -16,6 +16,7 @@ and only the main process writes the files.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import statistics
@@ -287,6 +288,15 @@ def run_summary(log_history: list[dict[str, Any]], skip_first: int = 1) -> str:
         parts.append(f"mean reward {statistics.fmean(rewards):.3f}")
     parts += [f"{name.split('/')[-1]} {value:.2f} GiB" for name, value in gpu_memory_gib().items()]
     return ", ".join(parts)
+
+
+def write_run_config(out_dir: Path, agent: Any, grpo: Any, **parts: Any) -> Path:
+    """train_config.json, one format for every phase, the warm-up's included: the run's own settings (``agent``,
+    a dataclass), TRL's (``grpo``), then ``parts`` (the curriculum phase, the warm-up's settings, the processes)."""
+    record = {"agent": dataclasses.asdict(agent), "grpo": grpo.to_dict(), **parts}
+    path = out_dir / "train_config.json"
+    path.write_text(json.dumps(record, indent=2, default=str))
+    return path
 
 
 def learned_nothing_warnings(log_history: list[dict[str, Any]], totals: RunTotals) -> list[str]:
