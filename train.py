@@ -715,7 +715,11 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) ->
         start_adapter = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME if phase.start_from else None
         start_adapter = Path(agent.start_adapter) if agent.start_adapter else start_adapter
         if start_adapter is not None:  # the LoRA goes onto the weights it was trained on (the warm-up, embedded)
-            agent.model = start_adapter_base(start_adapter, agent.model, "model" in explicit)
+            base = start_adapter_base(start_adapter, agent.model, "model" in explicit)
+            if not same_model(base, agent.model):  # said, since the lines above named the model picked before
+                print(f"[train] the start adapter was trained on {base}: this phase loads that model, not "
+                      f"{agent.model}", flush=True)
+            agent.model = base
     except (ValueError, FileNotFoundError, FileExistsError) as error:
         raise SetupError(str(error)) from error
     warmup = None

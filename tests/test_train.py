@@ -969,7 +969,9 @@ def test_a_phase_from_an_adapter_loads_the_base_that_adapter_was_trained_on(
     shutil.copytree(TINY_MODEL, base)
     adapter_on(base, tmp_path / "out" / "easy" / "adapter")
     train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--dry-run"])
-    assert f"start from the adapter {tmp_path / 'out' / 'easy' / 'adapter'} on {base}" in capsys.readouterr().out
+    log = capsys.readouterr().out
+    assert f"start from the adapter {tmp_path / 'out' / 'easy' / 'adapter'} on {base}" in log
+    assert f"the start adapter was trained on {base}: this phase loads that model, not " in log
 
     class Loaded(Exception):
         pass
