@@ -309,8 +309,10 @@ def learned_nothing_warnings(log_history: list[dict[str, Any]], totals: RunTotal
                         "--start_adapter OUTPUT_DIR/sft/adapter)")
     grad_norms = [entry["grad_norm"] for entry in log_history if "grad_norm" in entry]
     if grad_norms and not any(grad_norms):
-        warnings.append(f"WARNING: the gradient was 0 in all {len(grad_norms)} steps: every group's episodes scored "
-                        "alike (frac_reward_zero_std 1.0), so the LoRA did not move")
+        zero_std = [entry["frac_reward_zero_std"] for entry in log_history if "frac_reward_zero_std" in entry]
+        why = (" (every group's episodes scored alike in every step: frac_reward_zero_std 1.0)"
+               if zero_std and all(share == 1 for share in zero_std) else "")
+        warnings.append(f"WARNING: the gradient was 0 in all {len(grad_norms)} steps{why}, so the LoRA did not move")
     return warnings
 
 

@@ -783,7 +783,9 @@ def test_a_run_that_could_not_learn_says_so() -> None:
     flat = [{"grad_norm": 0.0, "reward": 0.0}, {"grad_norm": 0.0, "reward": 0.0}]
     no_calls, zero_gradient = learned_nothing_warnings(flat, silent)
     assert "no tool call in any of 16 episodes" in no_calls and "--phase sft" in no_calls
-    assert "gradient was 0 in all 2 steps" in zero_gradient
+    assert "gradient was 0 in all 2 steps, so the LoRA did not move" in zero_gradient  # no share logged: no cause
+    flat_groups = [dict(entry, frac_reward_zero_std=1.0) for entry in flat]
+    assert "scored alike in every step" in learned_nothing_warnings(flat_groups, silent)[1]
     moving = [{"grad_norm": 0.0}, {"grad_norm": 0.31}]
     assert learned_nothing_warnings(moving, RunTotals(episodes=16, tool_calls=40)) == []
 
