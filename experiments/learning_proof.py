@@ -374,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
                                                              "results and report in --work")
     parser.add_argument("--steps", type=int, default=None,
                         help="GRPO steps of every arm run now (default: the scale's; the report shows the number run)")
+    parser.add_argument("--mixed-steps", type=int, default=None,
+                        help="GRPO steps of the mixed phase's arms only (after --steps; e.g. one epoch of the "
+                             "epoch scale's two, 30 steps, when two do not fit a session)")
     parser.add_argument("--eval-generation", choices=("padded", "rounds"), default=None,
                         help="how the evals generate a turn (python -m eval --generation; default the scale's: padded "
                              "for gpu, as every line of it, rounds for epoch; rounds took 0.64x the time of padded on "
@@ -420,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     scale = SCALES[arguments.scale]
     if arguments.steps is not None:
         scale = replace(scale, easy_steps=arguments.steps, mixed_steps=arguments.steps)
+    if arguments.mixed_steps is not None:
+        scale = replace(scale, mixed_steps=arguments.mixed_steps)
     if arguments.eval_generation is not None:
         scale = replace(scale, eval_generation=arguments.eval_generation)
     if (arguments.data_dir / "train_spider.json").is_file() and not (arguments.data_dir / "dev.json").is_file():
