@@ -112,9 +112,10 @@ def apply_embedded_mode(agent: Any, grpo: Any, explicit: set[str]) -> str:
 
 
 def set_group_size(grpo: Any, num_generations: int) -> None:
-    """One whole prompt group per optimizer step, as the defaults have it, for another group size. GRPOConfig
-    derives the generation batch from the accumulation when it is built, so that is updated too."""
-    grpo.num_generations = num_generations
+    """One whole prompt group per optimizer step, in micro-batches of one episode (a CPU step costs a minute or
+    more a generation batch). GRPOConfig derives the generation batch from the accumulation when it is built, so
+    that is updated too."""
+    grpo.num_generations, grpo.per_device_train_batch_size = num_generations, 1
     grpo.gradient_accumulation_steps = grpo.steps_per_generation = num_generations // grpo.per_device_train_batch_size
     grpo.generation_batch_size = grpo.per_device_train_batch_size * grpo.world_size * grpo.steps_per_generation
 

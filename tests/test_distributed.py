@@ -45,7 +45,7 @@ def phase_args(model: Path, output_dir: Path, *extra: str) -> list[str]:
     """A scripted easy phase of 2 questions x 2 generations, checkpointed every step."""
     return ["--phase", "easy", "--model", str(model), "--output_dir", str(output_dir), "--max_questions", "2",
             "--num_generations", "2", "--max_completion_length", "1536", "--save_steps", "1", "--report_to", "none",
-            "--learning_rate", "1e-3", "--warmup_steps", "0", *extra]
+            "--learning_rate", "1e-3", "--warmup_steps", "0", "--per_device_train_batch_size", "1", *extra]
 
 
 def free_port() -> int:
@@ -153,9 +153,11 @@ def test_batch_check_counts_every_process(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("WORLD_SIZE", "2")
     # Stop before TRL's own checks: they would set up devices, i.e. join a 2-process group that is not there.
     monkeypatch.setattr(train.GRPOConfig, "__post_init__", lambda self: None)
-    train.parse_config(["--num_generations", "6", "--gradient_accumulation_steps", "3"])  # 1 x 3 x 2 = 6
+    train.parse_config(["--num_generations", "6", "--per_device_train_batch_size", "1",
+                        "--gradient_accumulation_steps", "3"])  # 1 x 3 x 2 = 6
     with pytest.raises(ValueError, match=r"gradient_accumulation_steps x 2 processes = 8 completions"):
-        train.parse_config(["--num_generations", "6", "--gradient_accumulation_steps", "4"])
+        train.parse_config(["--num_generations", "6", "--per_device_train_batch_size", "1",
+                            "--gradient_accumulation_steps", "4"])
 
 
 def test_out_of_memory_on_several_processes_stops_with_how_to_restart(tmp_path: Path) -> None:

@@ -193,7 +193,8 @@ def test_a_grpo_phase_carries_the_warm_ups_token_rows_into_its_adapter_and_eval(
     warm_rows = models.tool_token_rows(sft_adapter)
     easy = train.main(["--phase", "easy", "--model", TINY_MODEL, "--output_dir", str(tmp_path), "--start_adapter",
                        str(sft_adapter), "--report_to", "none", "--max_steps", "1", "--num_generations", "2",
-                       "--gradient_accumulation_steps", "2", "--max_completion_length", "8", "--save_strategy", "no"])
+                       "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2",
+                       "--max_completion_length", "8", "--save_strategy", "no"])
     carried = models.tool_token_rows(easy)
     assert (easy / models.TOOL_TOKEN_ROWS_FILE).is_file()
     assert carried["embed_tokens"].float().allclose(warm_rows["embed_tokens"].float())

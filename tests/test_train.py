@@ -22,6 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import generation  # noqa: E402
 import train  # noqa: E402  (imports unsloth first, as train.py must)
 import embedded  # noqa: E402, I001  (after train: it loads transformers)
+import sft  # noqa: E402
 from agent_env import POST_EPISODE_PENALTY, load_gold  # noqa: E402
 from curriculum import load_curriculum, select_phase  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split  # noqa: E402
@@ -93,7 +94,7 @@ def run_phase(output_dir: Path, *extra: str, before_train: Any = None) -> Path |
             before_train(trainer)
 
     argv = ["--output_dir", str(output_dir), "--model", TINY_MODEL, "--max_questions", "2", "--num_generations", "2",
-            "--gradient_accumulation_steps", "2", "--max_completion_length", "1536", "--save_steps", "1",
+            "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2", "--max_completion_length", "1536", "--save_steps", "1",
             "--report_to", "none", "--learning_rate", "1e-3", "--warmup_steps", "0", *extra]
     return train.main(argv, before_train=hook)
 
@@ -116,12 +117,37 @@ def test_generation_batch_not_a_multiple_of_num_generations_is_rejected_with_fix
 def test_defaults_follow_the_plan() -> None:
     agent, grpo, _ = train.parse_config([])
     assert grpo.num_generations == 6 and grpo.max_completion_length == 512 and grpo.gradient_checkpointing
-    assert grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps % grpo.num_generations == 0
+    # The learning proof's step: 16 prompt groups of 6 at 2e-5, generated 4 groups at a time (memory).
+    assert grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps == 96 and grpo.learning_rate == 2e-5
+    assert grpo.generation_batch_size == 24 and grpo.gradient_accumulation_steps % grpo.steps_per_generation == 0
     assert grpo.chat_template_kwargs == {"enable_thinking": False}
     phases = load_curriculum(agent.curriculum)
     assert [(p.name, p.hardness, p.epochs, p.start_from) for p in phases] == [
         ("easy", ("easy",), 1.0, None), ("mixed", ("easy", "medium"), 2.0, "easy")]
     assert sum(phase.epochs for phase in phases) == 3
+
+
+@pytest.mark.parametrize(("argv", "generation_batch"), [
+    ([], 24),  # 16 groups a step, generated in 4 rounds of 4
+    (["--per_device_train_batch_size", "16", "--gradient_accumulation_steps", "6"], 96),  # no smaller round fits
+    (["--per_device_train_batch_size", "6", "--gradient_accumulation_steps", "2"], 12),  # 2 groups: one round
+    (["--gradient_accumulation_steps", "16", "--steps_per_generation", "16"], 96),  # asked for: the whole step
+    (["--generation_batch_size", "48"], 48),
+])
+def test_a_large_step_generates_in_rounds_of_whole_groups_that_divide_it(argv: list[str],
+                                                                          generation_batch: int) -> None:
+    _, grpo, _ = train.parse_config(argv)
+    assert grpo.generation_batch_size == generation_batch
+    assert generation_batch % grpo.num_generations == 0
+    assert grpo.gradient_accumulation_steps % grpo.steps_per_generation == 0  # rollouts stay on-policy
+
+
+def test_the_warm_up_defaults_are_the_measured_ones_unless_given() -> None:
+    agent, grpo, explicit = train.parse_config(["--phase", "sft"])
+    assert sft.with_warmup_defaults(agent, explicit).max_questions == sft.SFT_MAX_QUESTIONS == 600
+    assert agent.sft_epochs == 1 and agent.sft_hardness == ["easy", "medium"] and sft.SFT_LEARNING_RATE == 1e-3
+    agent, _, explicit = train.parse_config(["--phase", "sft", "--max_questions", "50"])
+    assert sft.with_warmup_defaults(agent, explicit).max_questions == 50
 
 
 def test_push_to_hub_takes_a_repo_name() -> None:
@@ -216,7 +242,8 @@ class AlwaysRightAgent(ScriptedAgent):
 def test_informative_sampling_defers_settled_questions_and_hands_their_history_on(tmp_path: Path) -> None:
     agent = AlwaysRightAgent()
     argv = ["--output_dir", str(tmp_path), "--model", TINY_MODEL, "--max_questions", "3", "--num_generations", "2",
-            "--gradient_accumulation_steps", "2", "--max_completion_length", "1536", "--save_strategy", "no",
+            "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2", "--max_completion_length", "1536",
+            "--save_strategy", "no",
             "--report_to", "none", "--phase", "easy", "--num_train_epochs", "3", "--sampling", "informative"]
     adapter = train.main(argv, before_train=agent.install)
     steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "sampler/served" in entry]
@@ -385,7 +412,8 @@ def scored_batches(output_dir: Path, *extra: str, runaway: bool, before_train: A
         trainer._generate_and_score_completions = capture
 
     argv = ["--output_dir", str(output_dir), "--model", TINY_MODEL, "--max_questions", "1", "--num_generations", "2",
-            "--gradient_accumulation_steps", "2", "--max_completion_length", "1536", "--save_strategy", "no",
+            "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2", "--max_completion_length", "1536",
+            "--save_strategy", "no",
             "--report_to", "none", "--max_steps", "1", "--phase", "easy", *extra]
     train.main(argv, before_train=hook)
     return batches
@@ -595,7 +623,8 @@ def test_the_real_generate_call_decodes_no_more_than_the_rows_have_left(tmp_path
 
     with pytest.raises(Checked):
         train.main(["--output_dir", str(tmp_path), "--model", TINY_MODEL, "--max_questions", "1", "--num_generations",
-                    "2", "--gradient_accumulation_steps", "2", "--max_completion_length", "16", "--save_strategy", "no",
+                    "2", "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2",
+                    "--max_completion_length", "16", "--save_strategy", "no",
                     "--report_to", "none", "--max_steps", "1", "--phase", "easy"], before_train=check)
     first, later = lengths
     assert max(later) <= 6 < max(first) <= 16  # random weights write to the cap, unless they hit a stop token
