@@ -44,11 +44,11 @@ from tqdm.auto import tqdm
 
 from agent_env import SQLEnv, tool_methods
 from chat_format import masked_chat_template, tool_token_ids
-from fewshot import FewShotPrompt, build_fewshot_prompt
+from fewshot import FewShotPrompt, training_questions
 from models import save_tool_token_rows
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
 from prompt import CLOSING_MESSAGE
-from spider_data import SpiderExample, load_split, spread_sample, to_grpo_rows
+from spider_data import SpiderExample, to_grpo_rows
 from training_logs import write_run_config
 
 PHASE_NAME = "sft"
@@ -393,16 +393,12 @@ def onto_gpu(model: Any) -> Any:
 
 
 def warmup_conversations(agent: Any, *, seed: int) -> list[list[dict[str, Any]]]:
-    """The oracle's episodes the warm-up trains on, from train.py's settings (``agent``): usable training
-    questions of ``--sft_hardness``, their prompts and episodes under ``--step_budget``, as GRPO's will be."""
-    split = load_split(agent.data_dir, "train", hardness=agent.sft_hardness)
-    usable = [example for example in split.usable() if example.gold_row_count <= agent.max_gold_rows]
-    usable = spread_sample(usable, agent.max_questions)
-    if not usable:
-        raise ValueError(f"no usable {'+'.join(agent.sft_hardness)} training questions in {agent.data_dir}:\n"
-                         f"{split.summary()}")
-    fewshot = build_fewshot_prompt(split.usable(), agent.fewshot_examples, step_budget=agent.step_budget)
-    return oracle_conversations(rows_with_both_prompts(usable, fewshot), step_budget=agent.step_budget,
+    """The oracle's episodes the warm-up trains on, from train.py's settings (``agent``): the training questions
+    of ``--sft_hardness`` as GRPO's phases pick theirs (fewshot.training_questions; the examples' own questions
+    included), their prompts and episodes under ``--step_budget``, as GRPO's will be."""
+    questions, fewshot, _ = training_questions(agent, agent.sft_hardness, agent.fewshot_examples,
+                                               hold_out_examples=False)
+    return oracle_conversations(rows_with_both_prompts(questions, fewshot), step_budget=agent.step_budget,
                                 never_stop_share=agent.sft_never_stop_share, seed=seed)
 
 

@@ -72,9 +72,9 @@ from embedded import (  # noqa: E402
     embedded_warmup_model,
     looks_like_a_path,
 )
-from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
+from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
 from sampling import InformativeSampler, question_key  # noqa: E402
-from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, spread_sample, to_grpo_rows  # noqa: E402
+from spider_data import BUILTIN_DATA_DIR, check_data_dir, to_grpo_rows  # noqa: E402
 from training_logs import (  # noqa: E402
     RolloutLogger,
     learned_nothing_warnings,
@@ -412,16 +412,9 @@ def check_launch(agent: AgentConfig, grpo: GRPOConfig) -> None:
 
 
 def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> tuple[Dataset, FewShotPrompt, str]:
-    """The phase's training rows, with the few-shot system prompt applied as rows are read."""
-    split = load_split(agent.data_dir, "train", hardness=phase.hardness)
-    summary = split.summary()
-    all_usable = split.usable()
-    usable = [example for example in all_usable if example.gold_row_count <= agent.max_gold_rows]
-    fewshot = build_fewshot_prompt(all_usable, fewshot_examples, step_budget=agent.step_budget)
-    training = [example for example in usable if example.question not in fewshot.example_questions]
-    training = spread_sample(training, agent.max_questions)
-    if not training:
-        raise ValueError(f"no usable {'+'.join(phase.hardness)} questions in {agent.data_dir}:\n{summary}")
+    """The phase's training rows, with the few-shot system prompt applied as rows are read. The examples' own
+    questions are kept out: the prompt shows how they are answered."""
+    training, fewshot, summary = training_questions(agent, phase.hardness, fewshot_examples, hold_out_examples=True)
     summary += f"\n  training on {len(training)} questions (gold of at most {agent.max_gold_rows} rows"
     summary += f", {len(fewshot.example_questions)} kept out as few-shot examples)"
     dataset = Dataset.from_list(to_grpo_rows(training, fewshot.base_prompt))
