@@ -46,13 +46,13 @@ from agent_env import SQLEnv, tool_methods
 from chat_format import masked_chat_template, tool_token_ids
 from fewshot import FewShotPrompt, training_questions
 from models import save_tool_token_rows
+from output_folders import ADAPTER_DIRNAME, phase_dir
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
 from prompt import CLOSING_MESSAGE
 from spider_data import SpiderExample, to_grpo_rows
 from training_logs import write_run_config
 
 PHASE_NAME = "sft"
-ADAPTER_DIRNAME = "adapter"
 MODEL_DIRNAME = "model"  # --sft_full_finetune: a whole model, the --model of the GRPO phases
 # LoRA fine-tuning rates are about ten times GRPO's; train.py's 1e-5 default would barely move it.
 SFT_LEARNING_RATE = 2e-4
@@ -405,7 +405,7 @@ def warmup_conversations(agent: Any, *, seed: int) -> list[list[dict[str, Any]]]
 def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -> Path:
     """train.py's ``--phase sft``: oracle episodes of the train split, generated-token loss; saves the
     adapter (or, with --sft_full_finetune, the model) and returns its folder."""
-    out_dir = Path(grpo.output_dir) / PHASE_NAME
+    out_dir = phase_dir(grpo, PHASE_NAME)
     saved_dir = out_dir / (MODEL_DIRNAME if agent.sft_full_finetune else ADAPTER_DIRNAME)
     conversations = warmup_conversations(agent, seed=grpo.seed)
     template = masked_chat_template(tokenizer)

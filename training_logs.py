@@ -290,6 +290,18 @@ def run_summary(log_history: list[dict[str, Any]], skip_first: int = 1) -> str:
     return ", ".join(parts)
 
 
+def report_run(out_dir: Path, log_history: list[dict[str, Any]], totals: RunTotals) -> Path:
+    """The end of a phase: its training curves drawn to out_dir/training_curves.png (returned), its summary line,
+    what its episodes did and the warnings of a run that could not have learned, printed."""
+    curves = out_dir / "training_curves.png"
+    plot_training_curves(log_history, curves)
+    print(f"[train] {run_summary(log_history)}", flush=True)
+    print(f"[train] {totals.summary()}", flush=True)
+    for warning in learned_nothing_warnings(log_history, totals):
+        print(f"[train] {warning}", flush=True)
+    return curves
+
+
 def write_run_config(out_dir: Path, agent: Any, grpo: Any, **parts: Any) -> Path:
     """train_config.json, one format for every phase, the warm-up's included: the run's own settings (``agent``,
     a dataclass), TRL's (``grpo``), then ``parts`` (the curriculum phase, the warm-up's settings, the processes)."""
