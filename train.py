@@ -444,26 +444,28 @@ class PhasePlan:
     description: str  # for the log: the phase, its data and what it starts from
 
 
-def read_settings(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
-    """The settings, checked, and switched to embedded mode where the machine needs it (said in the log)."""
+def read_settings(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str], list[Phase]]:
+    """The settings, checked, and switched to embedded mode where the machine needs it (said in the log); and the
+    curriculum's phases (none for the warm-up), read once here."""
     try:
         agent, grpo, explicit = parse_config(argv)
         check_launch(agent, grpo)
         check_data_dir(agent.data_dir)
-        if agent.phase != sft.PHASE_NAME:  # a --phase the curriculum lacks is refused before embedded mode fetches
-            select_phase(load_curriculum(agent.curriculum), agent.phase)
+        curriculum = [] if agent.phase == sft.PHASE_NAME else load_curriculum(agent.curriculum)
+        if curriculum:  # a --phase the curriculum lacks is refused before embedded mode fetches
+            select_phase(curriculum, agent.phase)
         embedded_reason = check_model_choice(agent, explicit)
     except (ValueError, FileNotFoundError, OSError) as error:
         raise SetupError(str(error)) from error
     if embedded_reason is not None:
         enter_embedded_mode(agent, grpo, explicit, embedded_reason)
-    return agent, grpo, explicit
+    return agent, grpo, explicit, curriculum
 
 
-def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> PhasePlan:
+def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], curriculum: list[Phase]) -> PhasePlan:
     """The phase's epochs, data, start adapter and output folder; SetupError for anything that cannot work."""
     try:
-        phase, epochs_before_phase = select_phase(load_curriculum(agent.curriculum), agent.phase)
+        phase, epochs_before_phase = select_phase(curriculum, agent.phase)
         if "num_train_epochs" in explicit:
             print(f"[train] --num_train_epochs {grpo.num_train_epochs:g} replaces the phase's {phase.epochs:g} "
                   f"({agent.curriculum})", flush=True)
@@ -546,10 +548,10 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
 
     ``before_train`` lets tests reach the trainer before it trains (e.g. to script generation).
     """
-    agent, grpo, explicit = read_settings(sys.argv[1:] if argv is None else argv)
+    agent, grpo, explicit, curriculum = read_settings(sys.argv[1:] if argv is None else argv)
     if agent.phase == sft.PHASE_NAME:
         return warm_up(agent, grpo, explicit)
-    plan = plan_phase(agent, grpo, explicit)
+    plan = plan_phase(agent, grpo, explicit, curriculum)
     start_afresh(plan.out_dir, agent)  # first, so that the log says where an earlier run went before this one's phase
     print(plan.description, flush=True)
     if agent.dry_run:
