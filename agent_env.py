@@ -383,12 +383,6 @@ def max_tool_calls(step_budget: int) -> int:
     return step_budget + EXTRA_CALLS_AFTER_BUDGET
 
 
-def tool_error_rate(failed_calls: int, calls: int) -> float | None:
-    """The one definition training and eval report: failed in-episode calls (unknown tools included) over
-    in-episode calls (unknown tools included), pooled over episodes; None when there was no call."""
-    return failed_calls / calls if calls else None
-
-
 def unknown_tool_calls(messages: list[dict[str, Any]]) -> int:
     """Calls of tools the environment does not have: they never reach it, so only the messages show them."""
     return sum(call["function"]["name"] not in TOOL_NAMES

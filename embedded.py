@@ -1,7 +1,7 @@
 """Embedded mode: the whole pipeline on a machine without a GPU or the model hub.
 
     reason = check_model_choice(agent, explicit)        # why this run must be embedded; None when it need not be
-    description = apply_embedded_mode(agent, grpo, explicit)
+    enter_embedded_mode(agent, grpo, explicit, reason)  # the model and small settings, said in the log
     agent.model = str(embedded_warmup_model(agent, grpo, explicit, load_model))   # the cached warm-up, once
 
 With no CUDA GPU, or no access to the hub for the default model, train.py trains SmolLM2-135M-Instruct (fetched
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate import PartialState
 
 import models
 import sft
@@ -89,6 +90,16 @@ def embedded_model(output_dir: Path) -> tuple[str, str]:
         reason = str(error).splitlines()[0]
         path = models.build_tiny_qwen3(output_dir / "tiny-qwen3")
         return str(path), f"tiny random Qwen3 at {path} (SmolLM2 cannot be fetched: {reason})"
+
+
+def enter_embedded_mode(agent: Any, grpo: Any, explicit: set[str], reason: str) -> None:
+    """apply_embedded_mode, and what it chose in the log. The main process fetches or builds the embedded model
+    first; the others then find it finished (two processes writing one model folder would race)."""
+    with PartialState().main_process_first():  # one process: no waiting
+        description = apply_embedded_mode(agent, grpo, explicit)
+    print(f"[train] EMBEDDED MODE ({reason}): {description}, data {agent.data_dir}, "
+          f"{agent.max_questions} questions, completions of {grpo.max_completion_length} tokens. "
+          "It checks the pipeline end to end on a small model; it does not train a useful one.", flush=True)
 
 
 def apply_embedded_mode(agent: Any, grpo: Any, explicit: set[str]) -> str:

@@ -1,4 +1,5 @@
-"""Few-shot example trajectories in the system prompt, and the callback that retires them.
+"""Few-shot example trajectories in the system prompt, the training questions drawn beside them, and the callback
+that retires them.
 
 The examples are real episodes: the oracle plays training questions through the real
 environment, and the transcript (real tool output) is rendered in the same tool-call format the
@@ -8,11 +9,14 @@ removed after the first epoch of the curriculum so the model does not lean on th
 How the switch reaches the trainer: the training dataset gets a transform that rewrites each
 row's system message from a shared ``FewShotPrompt`` when the row is read; the callback flips
 ``FewShotPrompt.enabled`` at an epoch boundary, so every row read afterwards has no examples.
+
+``training_questions`` reads the train split once for both: the questions a run trains on (GRPO's phases and the
+warm-up alike) and the examples, chosen from the same usable questions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +26,7 @@ from agent_env import SQLEnv
 from chat_format import tool_call_text
 from policies import OraclePolicy, Transcript, play_episode
 from prompt import fewshot_text, system_prompt
-from spider_data import AnswerType, SpiderExample, to_grpo_rows
+from spider_data import AnswerType, SpiderExample, load_split, spread_sample, to_grpo_rows
 from sql_structure import Hardness, tables_used
 
 MAX_TOOL_OUTPUT_LINES = 8
@@ -123,6 +127,28 @@ def build_fewshot_prompt(train_examples: list[SpiderExample], count: int = 2, *,
         base_prompt=system_prompt(step_budget),
         example_questions=frozenset(example.question for example in chosen),
     )
+
+
+def training_questions(agent: Any, hardness: Sequence[str], fewshot_examples: int, *, hold_out_examples: bool,
+                       ) -> tuple[list[SpiderExample], FewShotPrompt, str]:
+    """The questions a run trains on, its few-shot prompt and the split's summary, from one read of the train split
+    (train.py's settings ``agent``: data_dir, max_gold_rows, max_questions, step_budget).
+
+    The questions are the usable ones of ``hardness`` whose gold result has at most --max_gold_rows rows, evenly
+    spaced down to --max_questions; the examples are chosen from every usable question. ``hold_out_examples``
+    leaves the examples' own questions out (GRPO: the prompt shows how they are answered; the warm-up imitates
+    them as well). ValueError when no question is left.
+    """
+    split = load_split(agent.data_dir, "train", hardness=hardness)
+    usable = split.usable()
+    fewshot = build_fewshot_prompt(usable, fewshot_examples, step_budget=agent.step_budget)
+    held_out = fewshot.example_questions if hold_out_examples else frozenset()
+    questions = [example for example in usable
+                 if example.gold_row_count <= agent.max_gold_rows and example.question not in held_out]
+    questions = spread_sample(questions, agent.max_questions)
+    if not questions:
+        raise ValueError(f"no usable {'+'.join(hardness)} training questions in {agent.data_dir}:\n{split.summary()}")
+    return questions, fewshot, split.summary()
 
 
 class FewShotSchedulerCallback(TrainerCallback):

@@ -1,6 +1,7 @@
 """How the trainer generates: the stop rule's use, the turn caps, Unsloth's decode graphs and attention, the timing.
 
     generation.prepare_model(model, tokenizer, settings)            # before GRPOTrainer is built
+    generation.prepare_decoding(model, backend)                      # the eval's loaded model: the decode path only
     generation.wrap_trainer(trainer, tokenizer, settings, timer)     # after: TRL's generation, wrapped in order
 
 TRL's GRPOTrainer generates every turn of an episode (the first and each tool-loop turn) through one private
@@ -60,18 +61,26 @@ class GenerationSettings(Protocol):
 
 
 def prepare_model(model: Any, tokenizer: Any, settings: GenerationSettings) -> None:
-    """The model side, before the trainer reads it: the stop rule's end-of-turn ids; the LM head's input made
-    contiguous; under Unsloth, CUDA-graph decode for Qwen2 and the grouped decode attention (each as the settings
-    ask, undone when they do not)."""
+    """The model side, before the trainer reads it: the stop rule's end-of-turn ids; the decode path
+    (``prepare_decoding``); under Unsloth, the grouped decode attention (each as the settings ask, undone when
+    they do not)."""
     if settings.stop_at_tool_call:
         install_stop_rule(model, tokenizer)
-    read_lm_head_input_contiguously(model)
+    prepare_decoding(model, settings.backend, decode_graphs=settings.decode_graphs)
     if settings.backend == "unsloth":
-        allow_unsloth_decode_graphs(model.config.model_type, settings.decode_graphs)
         if settings.grouped_decode_attention:
             install_grouped_decode_attention()
         else:
             uninstall_grouped_decode_attention()
+
+
+def prepare_decoding(model: Any, backend: str, *, decode_graphs: bool = True) -> None:
+    """The decode path of a model about to generate, trained or evaluated alike: the LM head's input made
+    contiguous, and under Unsloth CUDA-graph decode for Qwen2 (``decode_graphs``; undone when off). The eval takes
+    only this: its own stop ids (eval/model_policy.py) and whatever decode attention the process has."""
+    read_lm_head_input_contiguously(model)
+    if backend == "unsloth":
+        allow_unsloth_decode_graphs(model.config.model_type, decode_graphs)
 
 
 def wrap_trainer(trainer: Any, tokenizer: Any, settings: GenerationSettings,

@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.utils.data import Sampler
@@ -136,3 +137,16 @@ class InformativeSampler(Sampler[int]):
 def question_key(db_id: str, question: str) -> str:
     """A question's identity across phases and datasets: its database and its text."""
     return f"{db_id}\t{question}"
+
+
+def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None) -> InformativeSampler:
+    """A phase's question sampler (used under --sampling informative; it records every group either way), for the
+    rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the phase its start adapter came
+    from."""
+    keys = [question_key(db_id, question) for db_id, question in
+            zip(dataset.data.column("db_id").to_pylist(), dataset.data.column("question").to_pylist(), strict=True)]
+    sampler = InformativeSampler(keys, grpo.num_generations, grpo.generation_batch_size // grpo.num_generations,
+                                 grpo.num_iterations * grpo.steps_per_generation, grpo.seed)
+    if start_adapter is not None and sampler.load(start_adapter):
+        print(f"[train] question history of {len(sampler.records)} questions from {start_adapter}", flush=True)
+    return sampler

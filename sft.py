@@ -44,15 +44,15 @@ from tqdm.auto import tqdm
 
 from agent_env import SQLEnv, tool_methods
 from chat_format import masked_chat_template, tool_token_ids
-from fewshot import FewShotPrompt, build_fewshot_prompt
+from fewshot import FewShotPrompt, training_questions
 from models import save_tool_token_rows
+from output_folders import ADAPTER_DIRNAME, phase_dir
 from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
 from prompt import CLOSING_MESSAGE
-from spider_data import SpiderExample, load_split, spread_sample, to_grpo_rows
+from spider_data import SpiderExample, to_grpo_rows
 from training_logs import write_run_config
 
 PHASE_NAME = "sft"
-ADAPTER_DIRNAME = "adapter"
 MODEL_DIRNAME = "model"  # --sft_full_finetune: a whole model, the --model of the GRPO phases
 # The warm-up the learning proof measured on the real 0.5B (docs/learning_proof.md; 37-42% held-out over nine
 # seeds): 600 easy and medium questions spread over the train split, one pass, 8 episodes a step, learning rate
@@ -402,23 +402,19 @@ def with_warmup_defaults(agent: Any, explicit: set[str]) -> Any:
 
 
 def warmup_conversations(agent: Any, *, seed: int) -> list[list[dict[str, Any]]]:
-    """The oracle's episodes the warm-up trains on, from train.py's settings (``agent``): usable training
-    questions of ``--sft_hardness``, their prompts and episodes under ``--step_budget``, as GRPO's will be."""
-    split = load_split(agent.data_dir, "train", hardness=agent.sft_hardness)
-    usable = [example for example in split.usable() if example.gold_row_count <= agent.max_gold_rows]
-    usable = spread_sample(usable, agent.max_questions)
-    if not usable:
-        raise ValueError(f"no usable {'+'.join(agent.sft_hardness)} training questions in {agent.data_dir}:\n"
-                         f"{split.summary()}")
-    fewshot = build_fewshot_prompt(split.usable(), agent.fewshot_examples, step_budget=agent.step_budget)
-    return oracle_conversations(rows_with_both_prompts(usable, fewshot), step_budget=agent.step_budget,
+    """The oracle's episodes the warm-up trains on, from train.py's settings (``agent``): the training questions
+    of ``--sft_hardness`` as GRPO's phases pick theirs (fewshot.training_questions; the examples' own questions
+    included), their prompts and episodes under ``--step_budget``, as GRPO's will be."""
+    questions, fewshot, _ = training_questions(agent, agent.sft_hardness, agent.fewshot_examples,
+                                               hold_out_examples=False)
+    return oracle_conversations(rows_with_both_prompts(questions, fewshot), step_budget=agent.step_budget,
                                 never_stop_share=agent.sft_never_stop_share, seed=seed)
 
 
 def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -> Path:
     """train.py's ``--phase sft``: oracle episodes of the train split, generated-token loss; saves the
     adapter (or, with --sft_full_finetune, the model) and returns its folder."""
-    out_dir = Path(grpo.output_dir) / PHASE_NAME
+    out_dir = phase_dir(grpo, PHASE_NAME)
     saved_dir = out_dir / (MODEL_DIRNAME if agent.sft_full_finetune else ADAPTER_DIRNAME)
     conversations = warmup_conversations(agent, seed=grpo.seed)
     template = masked_chat_template(tokenizer)

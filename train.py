@@ -44,11 +44,8 @@ if not _plain_trl_requested(sys.argv[1:]):
     with library_noise.quiet_import():
         import unsloth  # noqa: E402,F401  (must come before trl and transformers: it patches them)
 
-import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -57,30 +54,25 @@ from typing import Any  # noqa: E402
 from accelerate import PartialState  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer, TrlParser  # noqa: E402
+from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
+import command_line  # noqa: E402
 import generation  # noqa: E402
 import models  # noqa: E402
 import sft  # noqa: E402
 from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SQLEnv, max_tool_calls  # noqa: E402
-from config_file import check_config_file, config_file_keys  # noqa: E402
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
-from embedded import (  # noqa: E402
-    apply_embedded_mode,
-    check_model_choice,
-    embedded_warmup_dir,
-    embedded_warmup_model,
-    looks_like_a_path,
-)
-from fewshot import FewShotPrompt, FewShotSchedulerCallback, build_fewshot_prompt  # noqa: E402
-from sampling import InformativeSampler, question_key  # noqa: E402
-from spider_data import BUILTIN_DATA_DIR, check_data_dir, load_split, spread_sample, to_grpo_rows  # noqa: E402
+from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
+from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
+from launch import check_launch, multi_process_oom_advice  # noqa: E402
+from output_folders import ADAPTER_DIRNAME, check_outputs, last_checkpoint, phase_dir, start_afresh  # noqa: E402
+from sampling import question_sampler  # noqa: E402
+from spider_data import BUILTIN_DATA_DIR, check_data_dir, to_grpo_rows  # noqa: E402
+from start_adapter import load_adapter_weights, same_model, start_adapter_base  # noqa: E402
 from training_logs import (  # noqa: E402
     RolloutLogger,
-    learned_nothing_warnings,
     model_card,
-    plot_training_curves,
-    run_summary,
+    report_run,
     start_gpu_memory_accounting,
     write_run_config,
 )
@@ -88,7 +80,6 @@ from training_logs import (  # noqa: E402
 REPO_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
 LORA_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-ADAPTER_DIRNAME = sft.ADAPTER_DIRNAME  # one name for every phase's LoRA folder, the warm-up's included
 
 # --------------------------------------------------------------------------------------------- config
 
@@ -332,122 +323,19 @@ GRPO_DEFAULTS: dict[str, Any] = dict(
 )
 
 
-USAGE = "python train.py [--config RUN.YAML] [--flag value ...]"
-
-
-def build_parser() -> TrlParser:
-    """Our flags and TRL's in one parser. TrlParser reads --config itself, before the flags; it is declared
-    here too so that --help lists it. --help lists this project's settings first, then the warm-up's, the
-    experiment switches and TRL's GRPOConfig, each under its own heading."""
-    parser = TrlParser((AgentConfig, AgentGRPOConfig), usage=USAGE, description=HELP_DESCRIPTION)
-    parser.set_defaults(**GRPO_DEFAULTS)
-    config = parser.add_argument("--config", metavar="RUN.YAML",
-                                 help="A YAML file of `flag: value` lines (flags as below, with underscores); flags "
-                                      "given on the command line win over it.")
-    parser._optionals._group_actions.remove(config)
-    parser._optionals._group_actions.insert(1, config)  # listed after --help, before the settings it can give
-    # argparse prints its usage before a flag's error: here every flag, some 200 lines, which hide the error.
-    parser.format_usage = lambda: f"usage: {USAGE} (--help lists them)\n"
-    parser._optionals.title = "this project's settings"
-    for action in parser._actions:  # a yes/no flag's --no_ twin repeats its help word for word: said once above
-        if action.option_strings and action.option_strings[0] == f"--no_{action.dest}":
-            action.help = argparse.SUPPRESS
-    warmup_flags = {item.name for item in dataclasses.fields(sft.WarmupConfig)} - set(EXPERIMENT_SWITCHES)
-    list_apart(parser, "the warm-up (--phase sft)", warmup_flags)
-    list_apart(parser, "experiment switches (ablations and benchmarks; leave them for training runs)",
-               set(EXPERIMENT_SWITCHES))
-    agent_flags = {item.name for item in dataclasses.fields(AgentConfig)} | {"help", "config"}
-    list_apart(parser, "TRL's GRPOConfig (TRL's names and meanings; some defaults are train.py's own)",
-               {action.dest for action in parser._actions} - agent_flags)
-    return parser
-
-
-HELP_DESCRIPTION = ("Trains one curriculum phase (--phase) with GRPO, or the supervised warm-up (--phase sft). The "
-                    "flags come in four groups below: this project's settings, the warm-up's, experiment switches and "
-                    "TRL's GRPOConfig. A yes/no flag takes true or false (--no_FLAG is the same as --FLAG false).")
-
-# Switches the experiments and benchmarks turn (ablations, speed comparisons); a training run leaves them as they are.
-EXPERIMENT_SWITCHES = ("stop_at_tool_call", "cap_turns_at_budget", "decode_graphs", "grouped_decode_attention",
-                       "generation_mode_per_rollout", "sft_never_stop_share")
-
-
-def list_apart(parser: TrlParser, title: str, names: set[str]) -> None:
-    """Show these flags under their own heading in --help, after the others (they parse as before)."""
-    group = parser.add_argument_group(title)
-    for action in parser._actions:
-        if action.dest in names:
-            for other in parser._action_groups:
-                if action in other._group_actions:
-                    other._group_actions.remove(action)
-            group._group_actions.append(action)
-
-
 def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
-    """Parse our flags and TRL's together (TrlParser also reads --config YAML)."""
-    argv = _rewrite_push_to_hub(argv)
-    parser = build_parser()
-    check_config_file(parser, argv, (AgentConfig, AgentGRPOConfig))
-    agent, grpo, *_ = parser.parse_args_and_config(list(argv))  # *_: the namespace that holds --config
-    # What the user chose: flags on the command line and keys of the --config file. Embedded mode and
-    # the phase's epochs never override these.
-    explicit = {arg.lstrip("-").replace("-", "_").split("=")[0] for arg in argv if arg.startswith("--")}
-    explicit |= set(config_file_keys(argv))
-    explicit.discard("config")
-    return agent, grpo, explicit
-
-
-def _rewrite_push_to_hub(argv: list[str]) -> list[str]:
-    # TRL's GRPOConfig owns --push_to_hub as a yes/no flag; ours takes a repo name, so `--push-to-hub REPO`
-    # is read as --hub_repo REPO (and TRL's trainer.push_to_hub stays off: model.push_to_hub is used).
-    rewritten = list(argv)
-    for index, arg in enumerate(rewritten[:-1]):
-        if arg in ("--push-to-hub", "--push_to_hub") and not rewritten[index + 1].startswith("--"):
-            if rewritten[index + 1].lower() not in ("true", "false"):
-                rewritten[index] = "--hub_repo"
-    return rewritten
-
-
-def uses_deepspeed(grpo: GRPOConfig) -> bool:
-    """Whether this run trains under DeepSpeed: `accelerate launch` with a DeepSpeed config sets
-    ACCELERATE_USE_DEEPSPEED for every process; TRL's own --deepspeed CONFIG.json asks for it directly."""
-    return bool(grpo.deepspeed) or os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() in ("true", "1")
-
-
-def check_launch(agent: AgentConfig, grpo: GRPOConfig) -> None:
-    """Refuse the multi-process setups this project does not support, before any model loads.
-
-    Several processes of one host (DDP through `accelerate launch` or torchrun) suit both backends. Unsloth
-    2026.10.9 supports multi-process GRPO: it loads each rank's model on that rank's GPU
-    (unsloth/models/loader.py:1308-1315, prepare_device_map), averages the GRPO gradients across ranks itself,
-    because its loss runs the unwrapped model past DDP's hooks (unsloth/models/rl.py:2286-2310,
-    _wrap_grpo_ddp_gradient_sync), and counts WORLD_SIZE in its batch-size check (rl.py:3594-3601). That
-    gradient fix looks for torch DDP only (rl.py:2198, _unsloth_find_ddp), so Unsloth's GRPO under DeepSpeed
-    ZeRO is unproven: DeepSpeed runs take the plain transformers backend.
-    """
-    if agent.backend == "unsloth" and uses_deepspeed(grpo):
-        raise ValueError("--backend unsloth is not supported under DeepSpeed ZeRO (Unsloth's GRPO trainer syncs "
-                         "gradients for torch DDP only): add --backend transformers, or launch with "
-                         "configs/accelerate/ddp.yaml to keep Unsloth")
-    if agent.phase == sft.PHASE_NAME and grpo.world_size > 1:
-        raise ValueError(f"--phase sft is a one-process loop, but this launch has {grpo.world_size} processes "
-                         "(each would write the same adapter): run `python train.py --phase sft` without "
-                         "accelerate launch or torchrun")
+    """The settings above from the command line and a --config file, and the names the user chose (command_line.py
+    lays the flags out for --help)."""
+    return command_line.parse_config(argv, AgentConfig, AgentGRPOConfig, GRPO_DEFAULTS)
 
 
 # ----------------------------------------------------------------------------------------------- data
 
 
 def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> tuple[Dataset, FewShotPrompt, str]:
-    """The phase's training rows, with the few-shot system prompt applied as rows are read."""
-    split = load_split(agent.data_dir, "train", hardness=phase.hardness)
-    summary = split.summary()
-    all_usable = split.usable()
-    usable = [example for example in all_usable if example.gold_row_count <= agent.max_gold_rows]
-    fewshot = build_fewshot_prompt(all_usable, fewshot_examples, step_budget=agent.step_budget)
-    training = [example for example in usable if example.question not in fewshot.example_questions]
-    training = spread_sample(training, agent.max_questions)
-    if not training:
-        raise ValueError(f"no usable {'+'.join(phase.hardness)} questions in {agent.data_dir}:\n{summary}")
+    """The phase's training rows, with the few-shot system prompt applied as rows are read. The examples' own
+    questions are kept out: the prompt shows how they are answered."""
+    training, fewshot, summary = training_questions(agent, phase.hardness, fewshot_examples, hold_out_examples=True)
     summary += f"\n  training on {len(training)} questions (gold of at most {agent.max_gold_rows} rows"
     summary += f", {len(fewshot.example_questions)} kept out as few-shot examples)"
     dataset = Dataset.from_list(to_grpo_rows(training, fewshot.base_prompt))
@@ -455,87 +343,7 @@ def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> 
     return dataset, fewshot, summary
 
 
-def phase_dir(grpo: GRPOConfig, phase_name: str) -> Path:
-    return Path(grpo.output_dir) / phase_name
-
-
-def last_checkpoint(directory: Path) -> Path | None:
-    checkpoints = sorted(directory.glob("checkpoint-*"), key=lambda path: int(path.name.split("-")[-1]))
-    return checkpoints[-1] if checkpoints else None
-
-
-def check_outputs(agent: AgentConfig, grpo: GRPOConfig, phase: Phase) -> Path | None:
-    """Fail before any model loads: missing start adapter, resume without checkpoint, or one to lose."""
-    if agent.start_adapter is not None:
-        if not (Path(agent.start_adapter) / "adapter_model.safetensors").is_file():
-            raise FileNotFoundError(f"--start_adapter {agent.start_adapter}: no adapter_model.safetensors there; "
-                                    "run `python train.py --phase sft` first (same --output_dir)")
-    elif phase.start_from is not None:
-        start = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME
-        if not (start / "adapter_config.json").is_file():
-            raise FileNotFoundError(
-                f"--phase {phase.name} starts from the {phase.start_from!r} adapter, expected at {start}; "
-                f"run `python train.py --phase {phase.start_from}` first (same --output_dir)"
-            )
-    checkpoint = last_checkpoint(phase_dir(grpo, phase.name))
-    if agent.resume and checkpoint is None:
-        raise FileNotFoundError(f"--resume: no checkpoint in {phase_dir(grpo, phase.name)}; start without --resume")
-    finished = (phase_dir(grpo, phase.name) / ADAPTER_DIRNAME / "adapter_model.safetensors").is_file()
-    if not agent.resume and checkpoint is not None and not finished:
-        # A finished run is moved aside by a new one (move_earlier_run_aside); an interrupted one is left for the
-        # user to continue or set aside: starting over would throw away its training.
-        raise FileExistsError(
-            f"{phase_dir(grpo, phase.name)} holds an interrupted run (saved up to {checkpoint.name}, no final "
-            "adapter): pass --resume to continue it, or move that folder away to start afresh"
-        )
-    if agent.hub_repo:
-        from huggingface_hub import get_token
-
-        if get_token() is None:
-            raise ValueError(f"--hub_repo {agent.hub_repo}: no Hugging Face token; run `hf auth login` first")
-    return checkpoint if agent.resume else None
-
-
-def move_earlier_run_aside(directory: Path) -> Path | None:
-    """Rename a phase folder that holds an earlier run to <phase>-<time of its last write> beside it, so that a new
-    run starts afresh and loses nothing; None when there is nothing to move."""
-    if not directory.is_dir() or not any(directory.iterdir()):
-        return None
-    last_write = max(path.stat().st_mtime for path in [directory, *directory.iterdir()])
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(last_write))
-    target, copies = directory.with_name(f"{directory.name}-{stamp}"), 1
-    while target.exists():
-        copies += 1
-        target = directory.with_name(f"{directory.name}-{stamp}-{copies}")
-    directory.rename(target)
-    return target
-
-
 # ---------------------------------------------------------------------------------------------- model
-
-
-def start_adapter_base(adapter_dir: Path, model: str, model_is_explicit: bool) -> str:
-    """The base model a start adapter was trained on (adapter_config.json's base_model_name_or_path): the model this
-    phase must load, since a LoRA means nothing on other weights. An explicit --model that differs is refused."""
-    config_file = adapter_dir / "adapter_config.json"
-    config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
-    base = config.get("base_model_name_or_path")
-    if not base:
-        return model  # an adapter that names no base: --model is all there is to go on
-    if model_is_explicit and not same_model(model, base):
-        raise ValueError(f"--model {model} is not the model the start adapter {adapter_dir} was trained on ({base}): "
-                         "leave --model out to load that one, or start from an adapter trained on your --model")
-    if looks_like_a_path(base) and not Path(base).expanduser().is_dir():
-        raise FileNotFoundError(f"the start adapter {adapter_dir} was trained on {base}, which is no longer there: "
-                                "train its phase again (or pass --model with a copy of that base model)")
-    return base
-
-
-def same_model(first: str, second: str) -> bool:
-    """Whether two --model values name one model: the same folder however written, or the same hub name."""
-    if looks_like_a_path(first) and looks_like_a_path(second):
-        return Path(first).expanduser().resolve() == Path(second).expanduser().resolve()
-    return first == second
 
 
 def load_model(
@@ -578,34 +386,7 @@ def load_model(
     return model, tokenizer
 
 
-def load_adapter_weights(model: Any, adapter_dir: Path) -> None:
-    """Carry a saved LoRA into the fresh, trainable one (same rank and targets), and the tool-token rows it
-    carries into the base weights."""
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
-
-    saved = load_file(adapter_dir / "adapter_model.safetensors")
-    rows = models.tool_token_rows(adapter_dir)
-    models.apply_tool_token_rows(model, rows)
-    result = set_peft_model_state_dict(model, saved)
-    unexpected = getattr(result, "unexpected_keys", [])
-    if unexpected:
-        raise ValueError(f"{adapter_dir} does not fit this model's LoRA (rank/targets differ): {unexpected[:3]}")
-
-
 # -------------------------------------------------------------------------------------------- trainer
-
-
-def question_sampler(grpo: AgentGRPOConfig, dataset: Dataset, start_adapter: Path | None) -> InformativeSampler:
-    """The phase's question sampler (used under --sampling informative; it records every group either way), with
-    the history of the phase its start adapter came from."""
-    keys = [question_key(db_id, question) for db_id, question in
-            zip(dataset.data.column("db_id").to_pylist(), dataset.data.column("question").to_pylist(), strict=True)]
-    sampler = InformativeSampler(keys, grpo.num_generations, grpo.generation_batch_size // grpo.num_generations,
-                                 grpo.num_iterations * grpo.steps_per_generation, grpo.seed)
-    if start_adapter is not None and sampler.load(start_adapter):
-        print(f"[train] question history of {len(sampler.records)} questions from {start_adapter}", flush=True)
-    return sampler
 
 
 def build_trainer(
@@ -671,18 +452,6 @@ def train_with_oom_fallback(
     return trainer
 
 
-def multi_process_oom_advice(grpo: AgentGRPOConfig, agent: AgentConfig, out_dir: Path) -> str:
-    """What to do after an out-of-memory error in a multi-process run: restart it, resumed and shorter."""
-    fallback = agent.oom_fallback_completion_length
-    shorter = fallback if fallback < grpo.max_completion_length else max(1, grpo.max_completion_length // 2)
-    checkpoint = last_checkpoint(out_dir)
-    resume = f"--resume (from {checkpoint.name}) " if checkpoint else "(no checkpoint yet, so without --resume) "
-    return (f"out of memory on rank {grpo.process_index} of {grpo.world_size} at max_completion_length "
-            f"{grpo.max_completion_length}; with several processes there is no automatic retry (one rank retrying "
-            f"alone would hang the others in a collective): restart the same launch command {resume}"
-            f"with --max_completion_length {shorter}")
-
-
 # ----------------------------------------------------------------------------------------------- main
 
 
@@ -701,32 +470,28 @@ class PhasePlan:
     description: str  # for the log: the phase, its data and what it starts from
 
 
-def read_settings(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
-    """The settings, checked, and switched to embedded mode where the machine needs it (said in the log)."""
+def read_settings(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str], list[Phase]]:
+    """The settings, checked, and switched to embedded mode where the machine needs it (said in the log); and the
+    curriculum's phases (none for the warm-up), read once here."""
     try:
         agent, grpo, explicit = parse_config(argv)
         check_launch(agent, grpo)
         check_data_dir(agent.data_dir)
-        if agent.phase != sft.PHASE_NAME:  # a --phase the curriculum lacks is refused before embedded mode fetches
-            select_phase(load_curriculum(agent.curriculum), agent.phase)
+        curriculum = [] if agent.phase == sft.PHASE_NAME else load_curriculum(agent.curriculum)
+        if curriculum:  # a --phase the curriculum lacks is refused before embedded mode fetches
+            select_phase(curriculum, agent.phase)
         embedded_reason = check_model_choice(agent, explicit)
     except (ValueError, FileNotFoundError, OSError) as error:
         raise SetupError(str(error)) from error
     if embedded_reason is not None:
-        # The main process fetches or builds the embedded model first; the others then find it finished
-        # (two processes writing one model folder would race). One process: no waiting.
-        with PartialState().main_process_first():
-            description = apply_embedded_mode(agent, grpo, explicit)
-        print(f"[train] EMBEDDED MODE ({embedded_reason}): {description}, data {agent.data_dir}, "
-              f"{agent.max_questions} questions, completions of {grpo.max_completion_length} tokens. "
-              "It checks the pipeline end to end on a small model; it does not train a useful one.", flush=True)
-    return agent, grpo, explicit
+        enter_embedded_mode(agent, grpo, explicit, embedded_reason)
+    return agent, grpo, explicit, curriculum
 
 
-def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> PhasePlan:
+def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], curriculum: list[Phase]) -> PhasePlan:
     """The phase's epochs, data, start adapter and output folder; SetupError for anything that cannot work."""
     try:
-        phase, epochs_before_phase = select_phase(load_curriculum(agent.curriculum), agent.phase)
+        phase, epochs_before_phase = select_phase(curriculum, agent.phase)
         if "num_train_epochs" in explicit:
             print(f"[train] --num_train_epochs {grpo.num_train_epochs:g} replaces the phase's {phase.epochs:g} "
                   f"({agent.curriculum})", flush=True)
@@ -766,21 +531,6 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) ->
                      description)
 
 
-def start_afresh(plan: PhasePlan, agent: AgentConfig) -> None:
-    """A new run of a phase moves the earlier run's folder aside (never silently over it); --resume continues it."""
-    if agent.resume:
-        return
-    if agent.dry_run:
-        if plan.out_dir.is_dir() and any(plan.out_dir.iterdir()):
-            print(f"[train] {plan.out_dir} holds an earlier run: a real run would move it aside and start afresh")
-        return
-    with PartialState().main_process_first():  # the main process moves it; the others then find none
-        earlier = move_earlier_run_aside(plan.out_dir)
-    if earlier is not None:
-        print(f"[train] {plan.out_dir} held an earlier run: moved it to {earlier}; this run starts afresh "
-              "(--resume continues a run instead)", flush=True)
-
-
 def save_phase(trainer: GRPOTrainer, tokenizer: Any, agent: AgentConfig, plan: PhasePlan,
                rollout_logger: RolloutLogger, write_model_card: Callable[[], None]) -> Path:
     """The adapter and everything beside it (main process only: under DDP and ZeRO-2 every rank holds the same
@@ -796,12 +546,7 @@ def save_phase(trainer: GRPOTrainer, tokenizer: Any, agent: AgentConfig, plan: P
         start_rows = models.tool_token_rows(plan.start_adapter) if plan.start_adapter else {}
         models.save_tool_token_rows(adapter_dir, start_rows)
         rollout_logger.sampler.save(adapter_dir)  # what each question's groups scored: the next phase's sampler reads it
-        curves = plan.out_dir / "training_curves.png"
-        plot_training_curves(trainer.state.log_history, curves)
-        print(f"[train] {run_summary(trainer.state.log_history)}", flush=True)
-        print(f"[train] {rollout_logger.totals.summary()}", flush=True)
-        for warning in learned_nothing_warnings(trainer.state.log_history, rollout_logger.totals):
-            print(f"[train] {warning}", flush=True)
+        curves = report_run(plan.out_dir, trainer.state.log_history, rollout_logger.totals)
         print(f"[train] saved adapter to {adapter_dir}; curves in {curves}", flush=True)
         if agent.hub_repo:
             trainer.model.push_to_hub(agent.hub_repo)
@@ -811,8 +556,15 @@ def save_phase(trainer: GRPOTrainer, tokenizer: Any, agent: AgentConfig, plan: P
     return adapter_dir
 
 
-def warm_up(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> Path:
-    """`--phase sft`: the supervised warm-up (sft.py) of a LoRA, or of every weight with --sft_full_finetune."""
+def warm_up(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> Path | None:
+    """`--phase sft`: the supervised warm-up (sft.py) of a LoRA, or of every weight with --sft_full_finetune; no
+    curriculum phase, no GRPO."""
+    agent = sft.with_warmup_defaults(agent, explicit)
+    if agent.dry_run:
+        episodes = sft.warmup_conversations(agent, seed=grpo.seed)
+        print(f"[train] dry run: {len(episodes)} oracle episodes of {agent.data_dir} for the warm-up; config and "
+              "data check out, no model loaded.")
+        return None
     start_gpu_memory_accounting()
     model, tokenizer = load_model(agent, grpo, None, with_lora=not agent.sft_full_finetune)
     return sft.run(agent, grpo, model, tokenizer, explicit)
@@ -823,17 +575,11 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
 
     ``before_train`` lets tests reach the trainer before it trains (e.g. to script generation).
     """
-    agent, grpo, explicit = read_settings(sys.argv[1:] if argv is None else argv)
-    if agent.phase == sft.PHASE_NAME:  # the supervised warm-up (sft.py): no curriculum phase, no GRPO
-        agent = sft.with_warmup_defaults(agent, explicit)
-        if agent.dry_run:
-            episodes = sft.warmup_conversations(agent, seed=grpo.seed)
-            print(f"[train] dry run: {len(episodes)} oracle episodes of {agent.data_dir} for the warm-up; config and "
-                  "data check out, no model loaded.")
-            return None
+    agent, grpo, explicit, curriculum = read_settings(sys.argv[1:] if argv is None else argv)
+    if agent.phase == sft.PHASE_NAME:
         return warm_up(agent, grpo, explicit)
-    plan = plan_phase(agent, grpo, explicit)
-    start_afresh(plan, agent)  # first, so that the log says where an earlier run went before this one's phase
+    plan = plan_phase(agent, grpo, explicit, curriculum)
+    start_afresh(plan.out_dir, agent)  # first, so that the log says where an earlier run went before this one's phase
     print(plan.description, flush=True)
     if agent.dry_run:
         print("[train] dry run: config, data, model folder and adapters check out; no model loaded.")

@@ -30,7 +30,7 @@ from typing import Any
 from accelerate.utils import gather_object
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from agent_env import tool_error_rate, unknown_tool_calls
+from episode_stats import EpisodeOutcome, episode_outcome, episode_stats
 from prompt import FEWSHOT_HEADER
 from sampling import InformativeSampler, question_key
 
@@ -76,12 +76,12 @@ class RunTotals:
     answered: int = 0
     correct: int = 0
 
-    def add(self, episodes: list[Any], unknown_calls: int) -> None:
-        self.episodes += len(episodes)
-        self.tool_calls += sum(len(episode.steps) for episode in episodes) + unknown_calls
-        self.episodes_with_a_call += sum(bool(episode.steps) for episode in episodes)
-        self.answered += sum(episode.answer is not None for episode in episodes)
-        self.correct += sum(episode.is_correct for episode in episodes)
+    def add(self, outcomes: list[EpisodeOutcome]) -> None:
+        self.episodes += len(outcomes)
+        self.tool_calls += sum(outcome.calls + outcome.post_episode_calls for outcome in outcomes)
+        self.episodes_with_a_call += sum(outcome.tool_calls + outcome.post_episode_calls > 0 for outcome in outcomes)
+        self.answered += sum(outcome.answered for outcome in outcomes)
+        self.correct += sum(outcome.is_correct for outcome in outcomes)
 
     def summary(self) -> str:
         return (f"the model made {self.tool_calls} tool calls in {self.episodes} episodes "
@@ -163,17 +163,17 @@ class RolloutLogger(TrainerCallback):
         prompts, completions, episodes, rewards, levels, keys = (list(column) for column in zip(*gather_object(local)))
         if self.sampler is not None:
             self.sampler.record(keys, rewards, [episode.is_correct for episode in episodes])
-        unknown = sum(unknown_tool_calls(completion) for completion in completions if isinstance(completion, list))
-        calls = sum(episode.in_episode_steps for episode in episodes) + unknown
-        failed = sum(episode.tool_errors for episode in episodes) + unknown
-        self.totals.add(episodes, unknown)
+        outcomes = [episode_outcome(episode, completion if isinstance(completion, list) else [])
+                    for episode, completion in zip(episodes, completions, strict=True)]
+        self.totals.add(outcomes)
         self._generation.episodes += len(episodes)
-        log_metric("episode/accuracy", _mean([float(episode.is_correct) for episode in episodes]))
-        log_metric("episode/accuracy_exact_text", _mean([float(episode.is_exact_text) for episode in episodes]))
-        log_metric("episode/answered", _mean([float(episode.answer is not None) for episode in episodes]))
-        log_metric("episode/tool_calls", _mean([float(episode.in_episode_steps) for episode in episodes]))
-        log_metric("episode/post_episode_calls", _mean([float(episode.post_episode_calls) for episode in episodes]))
-        log_metric("episode/tool_error_rate", tool_error_rate(failed, calls) or 0.0)
+        stats = episode_stats(outcomes)  # the quantities the eval reports, under the names metrics.jsonl keeps
+        log_metric("episode/accuracy", stats.accuracy or 0.0)  # or 0.0: None only when there was no episode
+        log_metric("episode/accuracy_exact_text", stats.exact_text_accuracy or 0.0)
+        log_metric("episode/answered", stats.answered or 0.0)
+        log_metric("episode/tool_calls", stats.tool_calls or 0.0)
+        log_metric("episode/post_episode_calls", stats.post_episode_calls or 0.0)
+        log_metric("episode/tool_error_rate", stats.tool_error_rate or 0.0)
         log_metric("episode/zero_advantage_groups", zero_advantage_share(rewards, self.group_size))
         all_solved, none_solved = solved_group_shares([episode.is_correct for episode in episodes], self.group_size)
         log_metric("episode/groups_all_correct", all_solved)
@@ -288,6 +288,18 @@ def run_summary(log_history: list[dict[str, Any]], skip_first: int = 1) -> str:
         parts.append(f"mean reward {statistics.fmean(rewards):.3f}")
     parts += [f"{name.split('/')[-1]} {value:.2f} GiB" for name, value in gpu_memory_gib().items()]
     return ", ".join(parts)
+
+
+def report_run(out_dir: Path, log_history: list[dict[str, Any]], totals: RunTotals) -> Path:
+    """The end of a phase: its training curves drawn to out_dir/training_curves.png (returned), its summary line,
+    what its episodes did and the warnings of a run that could not have learned, printed."""
+    curves = out_dir / "training_curves.png"
+    plot_training_curves(log_history, curves)
+    print(f"[train] {run_summary(log_history)}", flush=True)
+    print(f"[train] {totals.summary()}", flush=True)
+    for warning in learned_nothing_warnings(log_history, totals):
+        print(f"[train] {warning}", flush=True)
+    return curves
 
 
 def write_run_config(out_dir: Path, agent: Any, grpo: Any, **parts: Any) -> Path:

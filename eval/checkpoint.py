@@ -91,15 +91,14 @@ def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tupl
     """Model and tokenizer through Unsloth's fast inference path (CUDA); call import_unsloth() first."""
     from unsloth import FastLanguageModel
 
-    from generation import allow_unsloth_decode_graphs, read_lm_head_input_contiguously
+    from generation import prepare_decoding
     from models import apply_tool_token_rows, tool_token_rows
 
     kind = checkpoint_kind(Path(path))
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=str(path), max_seq_length=max_seq_length, load_in_4bit=False, dtype=None
     )
-    allow_unsloth_decode_graphs(model.config.model_type)
-    read_lm_head_input_contiguously(model)
+    prepare_decoding(model, "unsloth")  # the decode path, prepared as training prepares it (generation.py)
     if kind == "adapter":
         apply_tool_token_rows(model, tool_token_rows(Path(path)))
     FastLanguageModel.for_inference(model)

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from agent_env import tool_error_rate
+from episode_stats import episode_stats, mean
 from eval.runner import QuestionRecord
 from spider_data import HARDNESS_ORDER
 
@@ -39,24 +39,22 @@ class GroupStats:
         return asdict(self)
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def group_stats(records: Iterable[QuestionRecord]) -> GroupStats:
+    """The episode quantities as training logs them too (episode_stats.py), under the report's names."""
     records = [record for record in records if record.is_scored]
-    calls = sum(record.calls_in_episode for record in records)
+    outcomes = [record.outcome for record in records]
+    stats = episode_stats(outcomes)
     return GroupStats(
         n=len(records),
         correct=sum(record.correct for record in records),
-        accuracy=_mean([float(record.correct) for record in records]),
-        exact_text_accuracy=_mean([float(record.correct_exact_text) for record in records]),
-        mean_steps=_mean([record.steps for record in records]),
-        mean_steps_correct=_mean([record.steps for record in records if record.correct]),
-        post_episode_calls=_mean([record.post_episode_calls for record in records]),
-        answered=_mean([float(record.answered) for record in records]),
-        tool_error_rate=tool_error_rate(sum(record.tool_errors for record in records), calls),
-        mean_reward=_mean([record.reward for record in records]),
+        accuracy=stats.accuracy,
+        exact_text_accuracy=stats.exact_text_accuracy,
+        mean_steps=stats.tool_calls,
+        mean_steps_correct=episode_stats([outcome for outcome in outcomes if outcome.is_correct]).tool_calls,
+        post_episode_calls=stats.post_episode_calls,
+        answered=stats.answered,
+        tool_error_rate=stats.tool_error_rate,
+        mean_reward=mean([record.reward for record in records]),
     )
 
 

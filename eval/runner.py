@@ -28,8 +28,8 @@ from agent_env import (
     SQLEnv,
     StepRecord,
     max_tool_calls,
-    unknown_tool_calls,
 )
+from episode_stats import EpisodeOutcome, episode_outcome
 from policies import (
     Policy,
     ToolCall,
@@ -118,9 +118,16 @@ class QuestionRecord:
         return self.answer is not None
 
     @property
+    def outcome(self) -> EpisodeOutcome:
+        """The numbers episode_stats reads, from the fields above (whose names the report keeps)."""
+        return EpisodeOutcome(is_correct=self.correct, is_exact_text=self.correct_exact_text, answered=self.answered,
+                              tool_calls=self.steps, post_episode_calls=self.post_episode_calls,
+                              failed_calls=self.tool_errors, unknown_tool_calls=self.unknown_tool_calls)
+
+    @property
     def calls_in_episode(self) -> int:
         """Tool calls made while the episode ran, unknown tools included (the tool error rate's base)."""
-        return self.steps + self.unknown_tool_calls
+        return self.outcome.calls
 
 
 # --- records ---------------------------------------------------------------------------------
@@ -177,18 +184,18 @@ def episode_record(
     example: SpiderExample, messages: list[dict[str, Any]], episode: EpisodeRecord, end: EpisodeEnd
 ) -> QuestionRecord:
     entries = tool_call_entries(messages, episode.steps)
-    unknown = unknown_tool_calls(messages)
+    outcome = episode_outcome(episode, messages)  # what training logs of an episode, too
     return QuestionRecord(
         db_id=example.db_id,
         question=example.question,
         hardness=example.hardness.value if example.hardness else None,
         gold_sql=example.gold_sql,
-        correct=episode.is_correct,
-        correct_exact_text=episode.is_exact_text,
-        steps=episode.in_episode_steps,
-        post_episode_calls=episode.post_episode_calls,
-        tool_errors=episode.tool_errors + unknown,
-        unknown_tool_calls=unknown,
+        correct=outcome.is_correct,
+        correct_exact_text=outcome.is_exact_text,
+        steps=outcome.tool_calls,
+        post_episode_calls=outcome.post_episode_calls,
+        tool_errors=outcome.failed_calls,
+        unknown_tool_calls=outcome.unknown_tool_calls,
         answer=episode.answer,
         tool_calls=entries,
         pred_sql=last_sql(entries),

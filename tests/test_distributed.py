@@ -30,6 +30,7 @@ if str(REPO_ROOT) not in sys.path:  # run as a rank's script by accelerate launc
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import train  # noqa: E402  (imports unsloth first, as train.py must)
+from launch import check_launch  # noqa: E402
 from tests.test_train import FakeTrainer, ScriptedAgent, read_jsonl  # noqa: E402
 
 DDP_CONFIG = REPO_ROOT / "configs" / "accelerate" / "ddp.yaml"
@@ -135,18 +136,18 @@ def test_two_processes_resume_from_their_checkpoint(tmp_path: Path, tiny_model_d
 def test_unsloth_under_deepspeed_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     agent, _, _ = train.parse_config(["--backend", "unsloth"])
     one_gpu = SimpleNamespace(deepspeed=None, world_size=1)
-    train.check_launch(agent, one_gpu)
+    check_launch(agent, one_gpu)
     monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")  # what accelerate launch sets for a DeepSpeed config
     with pytest.raises(ValueError, match="add --backend transformers"):
-        train.check_launch(agent, one_gpu)
+        check_launch(agent, one_gpu)
     agent.backend = "transformers"
-    train.check_launch(agent, one_gpu)
+    check_launch(agent, one_gpu)
 
 
 def test_the_supervised_warm_up_is_refused_on_several_processes() -> None:
     agent, _, _ = train.parse_config(["--phase", "sft"])
     with pytest.raises(ValueError, match="one-process loop"):
-        train.check_launch(agent, SimpleNamespace(deepspeed=None, world_size=2))
+        check_launch(agent, SimpleNamespace(deepspeed=None, world_size=2))
 
 
 def test_batch_check_counts_every_process(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,7 +80,8 @@ def test_an_adapter_leaves_over_several_calls_and_comes_back_the_same(adapter: P
 def test_a_damaged_piece_is_refused_and_nothing_is_unpacked(adapter: Path, tmp_path: Path) -> None:
     pieces, _ = kept_pieces(adapter, "sft-seed6", tmp_path)
     damaged = sorted(piece for piece in pieces if ".tgz." in piece.name)[1]
-    damaged.write_bytes(b"x" + damaged.read_bytes()[1:])
+    data = damaged.read_bytes()
+    damaged.write_bytes(bytes([data[0] ^ 0xFF]) + data[1:])  # a changed byte, whatever the byte was
     checkout, dest = tmp_path / "checkout", tmp_path / "dest"
     carried(pieces, checkout, "sft-seed6")
     done = stage("restore", "sft-seed6", str(dest), cwd=checkout, out=tmp_path / "o", keep_dir=tmp_path / "k")

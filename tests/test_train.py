@@ -21,7 +21,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import generation  # noqa: E402
 import train  # noqa: E402  (imports unsloth first, as train.py must)
+import command_line  # noqa: E402  (after train: it loads trl)
 import embedded  # noqa: E402, I001  (after train: it loads transformers)
+import output_folders  # noqa: E402
 import sft  # noqa: E402
 from agent_env import POST_EPISODE_PENALTY, load_gold  # noqa: E402
 from curriculum import load_curriculum, select_phase  # noqa: E402
@@ -303,7 +305,7 @@ def test_resume_continues_an_interrupted_phase(tmp_path: Path) -> None:
 
     with pytest.raises(Interrupt):
         run_phase(tmp_path, "--phase", "easy", "--num_train_epochs", "2", before_train=crash_after_two_steps)
-    assert train.last_checkpoint(tmp_path / "easy").name == "checkpoint-2"
+    assert output_folders.last_checkpoint(tmp_path / "easy").name == "checkpoint-2"
     with pytest.raises(train.SetupError, match="pass --resume"):
         run_phase(tmp_path, "--phase", "easy", "--num_train_epochs", "2")
     run_phase(tmp_path, "--phase", "easy", "--num_train_epochs", "2", "--resume")
@@ -862,7 +864,7 @@ def test_groups_without_variance_are_told_apart_by_whether_all_or_none_solved_it
 
 
 def test_help_lists_the_config_file_and_the_hub_flag() -> None:
-    parser = train.build_parser()
+    parser = command_line.build_parser(train.AgentConfig, train.AgentGRPOConfig, train.GRPO_DEFAULTS)
     help_text = " ".join(parser.format_help().split())  # argparse wraps lines
     assert "--config RUN.YAML" in help_text and "--hub_repo REPO, --hub-repo REPO" in help_text
     (hub_repo,) = [action for action in parser._actions if action.dest == "hub_repo"]
@@ -873,7 +875,8 @@ def test_every_flag_in_the_readme_table_is_one_train_py_takes() -> None:
     import re
 
     readme = (Path(train.__file__).parent / "README.md").read_text(encoding="utf-8")
-    options = {option for action in train.build_parser()._actions for option in action.option_strings}
+    parser = command_line.build_parser(train.AgentConfig, train.AgentGRPOConfig, train.GRPO_DEFAULTS)
+    options = {option for action in parser._actions for option in action.option_strings}
     rows = [line for line in readme.splitlines() if line.startswith("| `--")]
     flags = [flag for row in rows for flag in re.findall(r"`(--[\w-]+)", row.split("|")[1])]
     assert len(flags) > 20 and not [flag for flag in flags if flag not in options]
@@ -935,17 +938,17 @@ def test_a_second_run_starts_afresh_and_an_interrupted_one_must_be_resumed_or_mo
     agent, grpo, _ = train.parse_config(["--output_dir", str(tmp_path)])
     easy = select_phase(load_curriculum(agent.curriculum), "easy")[0]
     finished_run(tmp_path / "easy")
-    assert train.check_outputs(agent, grpo, easy) is None  # no checkpoint to resume from: a fresh run
+    assert output_folders.check_outputs(agent, grpo, easy) is None  # no checkpoint to resume from: a fresh run
     agent.resume = True
-    assert train.check_outputs(agent, grpo, easy) == tmp_path / "easy" / "checkpoint-4"
+    assert output_folders.check_outputs(agent, grpo, easy) == tmp_path / "easy" / "checkpoint-4"
     agent.resume = False
     (tmp_path / "easy" / "adapter" / "adapter_model.safetensors").unlink()  # stopped before its end
     with pytest.raises(FileExistsError, match="holds an interrupted run .* pass --resume to continue it"):
-        train.check_outputs(agent, grpo, easy)
+        output_folders.check_outputs(agent, grpo, easy)
 
 
 def test_an_earlier_run_is_moved_aside_whole_never_overwritten(tmp_path: Path) -> None:
-    first = train.move_earlier_run_aside(finished_run(tmp_path / "easy"))
+    first = output_folders.move_earlier_run_aside(finished_run(tmp_path / "easy"))
     assert first is not None and first.parent == tmp_path and first.name.startswith("easy-")
     assert (first / "adapter" / "adapter_model.safetensors").read_bytes() == b"weights"
     assert not (tmp_path / "easy").exists()
@@ -953,11 +956,11 @@ def test_an_earlier_run_is_moved_aside_whole_never_overwritten(tmp_path: Path) -
     for path in (tmp_path / "easy").iterdir():
         os.utime(path, (first.stat().st_mtime,) * 2)
     os.utime(tmp_path / "easy", (first.stat().st_mtime,) * 2)
-    second = train.move_earlier_run_aside(tmp_path / "easy")  # the same time stamp: another name
+    second = output_folders.move_earlier_run_aside(tmp_path / "easy")  # the same time stamp: another name
     assert second is not None and second != first and second.exists() and first.exists()
     (tmp_path / "empty").mkdir()
-    assert train.move_earlier_run_aside(tmp_path / "empty") is None
-    assert train.move_earlier_run_aside(tmp_path / "missing") is None
+    assert output_folders.move_earlier_run_aside(tmp_path / "empty") is None
+    assert output_folders.move_earlier_run_aside(tmp_path / "missing") is None
 
 
 def test_a_dry_run_says_it_would_move_an_earlier_run_and_moves_nothing(tmp_path: Path,

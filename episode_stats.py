@@ -1,0 +1,90 @@
+"""What episodes did, in numbers: one definition of each quantity that training logs and the eval reports.
+
+    outcome = episode_outcome(env.episode, messages)   # one episode: right or not, answered, calls, failed calls
+    stats = episode_stats(outcomes)                     # shares and means over episodes (None: no episode)
+
+Training logs them every step (training_logs.py, metrics.jsonl) and the eval reports them per hardness class
+(eval/metrics.py, the report's JSON), each under the names its stored results already use:
+
+    here                 training log                    eval report
+    accuracy             episode/accuracy                accuracy
+    exact_text_accuracy  episode/accuracy_exact_text     exact_text_accuracy
+    answered             episode/answered                answered
+    tool_calls           episode/tool_calls              mean_steps
+    post_episode_calls   episode/post_episode_calls      post_episode_calls
+    tool_error_rate      episode/tool_error_rate         tool_error_rate
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_env import EpisodeRecord, unknown_tool_calls
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """What one episode did, in the numbers its statistics read."""
+
+    is_correct: bool
+    is_exact_text: bool  # right by the exact text the prompt asks for, without the verifier's relaxations
+    answered: bool  # it called answer
+    tool_calls: int  # in-episode calls of the environment's tools: the ones that spend the step budget
+    post_episode_calls: int  # calls after the episode ended
+    failed_calls: int  # in-episode calls that failed, calls of unknown tools included
+    unknown_tool_calls: int  # calls of tools the environment does not have: they never reach it
+
+    @property
+    def calls(self) -> int:
+        """In-episode calls, unknown tools included: the tool error rate's base."""
+        return self.tool_calls + self.unknown_tool_calls
+
+
+def episode_outcome(episode: EpisodeRecord, messages: list[dict[str, Any]]) -> EpisodeOutcome:
+    """One episode's outcome from its environment's record and its messages (only they show unknown tools)."""
+    unknown = unknown_tool_calls(messages)
+    return EpisodeOutcome(
+        is_correct=episode.is_correct,
+        is_exact_text=episode.is_exact_text,
+        answered=episode.answer is not None,
+        tool_calls=episode.in_episode_steps,
+        post_episode_calls=episode.post_episode_calls,
+        failed_calls=episode.tool_errors + unknown,
+        unknown_tool_calls=unknown,
+    )
+
+
+@dataclass(frozen=True)
+class EpisodeStats:
+    """Shares and means over episodes; None where there was no episode (nothing was measured)."""
+
+    accuracy: float | None
+    exact_text_accuracy: float | None
+    answered: float | None  # share of episodes that called answer
+    tool_calls: float | None  # in-episode calls per episode
+    post_episode_calls: float | None  # calls after the episode, per episode
+    tool_error_rate: float | None  # see tool_error_rate
+
+
+def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
+    return EpisodeStats(
+        accuracy=mean([float(outcome.is_correct) for outcome in outcomes]),
+        exact_text_accuracy=mean([float(outcome.is_exact_text) for outcome in outcomes]),
+        answered=mean([float(outcome.answered) for outcome in outcomes]),
+        tool_calls=mean([outcome.tool_calls for outcome in outcomes]),
+        post_episode_calls=mean([outcome.post_episode_calls for outcome in outcomes]),
+        tool_error_rate=tool_error_rate(sum(outcome.failed_calls for outcome in outcomes),
+                                        sum(outcome.calls for outcome in outcomes)),
+    )
+
+
+def tool_error_rate(failed_calls: int, calls: int) -> float | None:
+    """Failed in-episode calls (unknown tools included) over in-episode calls (unknown tools included), pooled over
+    episodes; None when there was no call."""
+    return failed_calls / calls if calls else None
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None

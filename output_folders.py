@@ -1,0 +1,90 @@
+"""Where a phase's outputs live: its folder, its checkpoints, its adapter, and an earlier run moved aside.
+
+    out_dir = phase_dir(grpo, "easy")                 # OUTPUT_DIR/easy: checkpoints, adapter/, logs, curves
+    checkpoint = check_outputs(agent, grpo, phase)    # what --resume continues; errors for what cannot work
+    start_afresh(out_dir, agent)                      # a new run moves an earlier one aside, never over it
+
+Every phase, the warm-up's included, saves its LoRA to ``OUTPUT_DIR/<phase>/adapter``, where a later phase's
+``start_from`` (curriculum.py) finds it; a run that stops keeps its ``checkpoint-N`` folders for ``--resume``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from accelerate import PartialState
+
+ADAPTER_DIRNAME = "adapter"  # one name for every phase's LoRA folder, the warm-up's included
+
+
+def phase_dir(grpo: Any, phase_name: str) -> Path:
+    return Path(grpo.output_dir) / phase_name
+
+
+def last_checkpoint(directory: Path) -> Path | None:
+    checkpoints = sorted(directory.glob("checkpoint-*"), key=lambda path: int(path.name.split("-")[-1]))
+    return checkpoints[-1] if checkpoints else None
+
+
+def check_outputs(agent: Any, grpo: Any, phase: Any) -> Path | None:
+    """Fail before any model loads: missing start adapter, resume without checkpoint, or one to lose."""
+    if agent.start_adapter is not None:
+        if not (Path(agent.start_adapter) / "adapter_model.safetensors").is_file():
+            raise FileNotFoundError(f"--start_adapter {agent.start_adapter}: no adapter_model.safetensors there; "
+                                    "run `python train.py --phase sft` first (same --output_dir)")
+    elif phase.start_from is not None:
+        start = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME
+        if not (start / "adapter_config.json").is_file():
+            raise FileNotFoundError(
+                f"--phase {phase.name} starts from the {phase.start_from!r} adapter, expected at {start}; "
+                f"run `python train.py --phase {phase.start_from}` first (same --output_dir)"
+            )
+    checkpoint = last_checkpoint(phase_dir(grpo, phase.name))
+    if agent.resume and checkpoint is None:
+        raise FileNotFoundError(f"--resume: no checkpoint in {phase_dir(grpo, phase.name)}; start without --resume")
+    finished = (phase_dir(grpo, phase.name) / ADAPTER_DIRNAME / "adapter_model.safetensors").is_file()
+    if not agent.resume and checkpoint is not None and not finished:
+        # A finished run is moved aside by a new one (move_earlier_run_aside); an interrupted one is left for the
+        # user to continue or set aside: starting over would throw away its training.
+        raise FileExistsError(
+            f"{phase_dir(grpo, phase.name)} holds an interrupted run (saved up to {checkpoint.name}, no final "
+            "adapter): pass --resume to continue it, or move that folder away to start afresh"
+        )
+    if agent.hub_repo:
+        from huggingface_hub import get_token
+
+        if get_token() is None:
+            raise ValueError(f"--hub_repo {agent.hub_repo}: no Hugging Face token; run `hf auth login` first")
+    return checkpoint if agent.resume else None
+
+
+def start_afresh(out_dir: Path, agent: Any) -> None:
+    """A new run of a phase moves the earlier run's folder aside (never silently over it); --resume continues it."""
+    if agent.resume:
+        return
+    if agent.dry_run:
+        if out_dir.is_dir() and any(out_dir.iterdir()):
+            print(f"[train] {out_dir} holds an earlier run: a real run would move it aside and start afresh")
+        return
+    with PartialState().main_process_first():  # the main process moves it; the others then find none
+        earlier = move_earlier_run_aside(out_dir)
+    if earlier is not None:
+        print(f"[train] {out_dir} held an earlier run: moved it to {earlier}; this run starts afresh "
+              "(--resume continues a run instead)", flush=True)
+
+
+def move_earlier_run_aside(directory: Path) -> Path | None:
+    """Rename a phase folder that holds an earlier run to <phase>-<time of its last write> beside it, so that a new
+    run starts afresh and loses nothing; None when there is nothing to move."""
+    if not directory.is_dir() or not any(directory.iterdir()):
+        return None
+    last_write = max(path.stat().st_mtime for path in [directory, *directory.iterdir()])
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(last_write))
+    target, copies = directory.with_name(f"{directory.name}-{stamp}"), 1
+    while target.exists():
+        copies += 1
+        target = directory.with_name(f"{directory.name}-{stamp}-{copies}")
+    directory.rename(target)
+    return target
