@@ -397,8 +397,11 @@ def onto_gpu(model: Any) -> Any:
 
 
 def with_warmup_defaults(agent: Any, explicit: set[str]) -> Any:
-    """train.py's settings for the warm-up: its own question count unless --max_questions was given."""
-    return agent if "max_questions" in explicit else replace(agent, max_questions=SFT_MAX_QUESTIONS)
+    """train.py's settings for the warm-up: its own question count where none was set (--max_questions, or
+    embedded mode's)."""
+    if "max_questions" in explicit or agent.max_questions is not None:
+        return agent
+    return replace(agent, max_questions=SFT_MAX_QUESTIONS)
 
 
 def warmup_conversations(agent: Any, *, seed: int) -> list[list[dict[str, Any]]]:

@@ -497,8 +497,8 @@ def mean_over_runs(curves: list[list[float]]) -> list[float]:
 
 
 def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
-    """Reward, zero-advantage share and post-episode calls over steps: one colour per arm, each seed a thin line,
-    the arm's mean over its seeds a thick one."""
+    """Reward, zero-advantage share and post-episode calls over steps, a row of panels per scale (their steps
+    differ in size): one colour per arm, each seed a thin line, the arm's mean over its seeds a thick one."""
     runs = [run for _, run in sorted(results["runs"].items()) if run.get("curves")]
     if not runs:
         return []
@@ -507,47 +507,48 @@ def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    by_arm: dict[str, list[dict[str, Any]]] = {}
+    by_scale: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for run in runs:
-        by_arm.setdefault(line_of(run), []).append(run)
-    # More arms than tab10 has colours: the cycle gives the last ones the colours of base and sft, which have no
-    # curves to draw.
-    palette = plt.get_cmap("tab10").colors
-    colours = {arm: palette[index % len(palette)] for index, arm in enumerate(ARMS)}
-    # Lines of other scales take colours tab10 does not have, so none shares one with a gpu-scale arm.
-    other_scales = [line for line in report_lines(results) if line not in ARMS]
-    extra = ("black", "saddlebrown", "darkcyan", "magenta", "olive", "navy")
-    colours |= {line: extra[index % len(extra)] for index, line in enumerate(other_scales)}
+        by_scale.setdefault(run.get("scale", "gpu"), {}).setdefault(line_of(run), []).append(run)
+    # One colour per line across every row: tab20's ten strong colours first, then their light twins.
+    palette = plt.get_cmap("tab20").colors[0::2] + plt.get_cmap("tab20").colors[1::2]
+    lines = sorted({line for arms in by_scale.values() for line in arms})
+    colours = {line: palette[index % len(palette)] for index, line in enumerate(lines)}
     folder.mkdir(parents=True, exist_ok=True)
-    figure, axes = plt.subplots(1, 3, figsize=(16, 4))
-    for axis, key, title in ((axes[0], "reward", "reward (group mean)"),
-                             (axes[1], "frac_reward_zero_std", "groups with no reward variance"),
-                             (axes[2], "episode/post_episode_calls", "calls after the episode, per episode")):
-        for arm, arm_runs in by_arm.items():
-            colour = colours.get(arm, "black")
-            smoothed = [moving_average(curve(run, key))[1] for run in arm_runs]
-            for values in smoothed:
-                axis.plot(range(1, len(values) + 1), values, color=colour, alpha=0.3, linewidth=0.8)
-            mean = mean_over_runs(smoothed)
-            seeds = ", ".join(str(run["seed"]) for run in arm_runs)
-            axis.plot(range(1, len(mean) + 1), mean, color=colour, linewidth=2.2,
-                      label=f"{arm}: mean of seeds {seeds}" if len(arm_runs) > 1 else f"{arm}: seed {seeds}")
-            if key == "frac_reward_zero_std" and all(curve(run, "episode/groups_all_correct") for run in arm_runs):
-                # Which of the two kinds of no-variance group: every completion right (dashed) or none (dotted).
-                for kind, style in (("episode/groups_all_correct", "--"), ("episode/groups_none_correct", ":")):
-                    kind_mean = mean_over_runs([moving_average(curve(run, kind))[1] for run in arm_runs])
-                    axis.plot(range(1, len(kind_mean) + 1), kind_mean, color=colour, linestyle=style, linewidth=1.2)
-                axis.set_ylabel("share (dashed: all right, dotted: none)")
-        axis.set_title(title)
-        axis.set_xlabel("GRPO step")
-        axis.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    figure, axes = plt.subplots(len(by_scale), 3, figsize=(16, 4 * len(by_scale)), squeeze=False)
+    for row, (scale, by_arm) in zip(axes, sorted(by_scale.items())):
+        for axis, key, title in ((row[0], "reward", "reward (group mean)"),
+                                 (row[1], "frac_reward_zero_std", "groups with no reward variance"),
+                                 (row[2], "episode/post_episode_calls", "calls after the episode, per episode")):
+            for arm, arm_runs in by_arm.items():
+                plot_arm(axis, key, arm, arm_runs, colours[arm])
+            axis.set_title(f"{title}, {scale} scale")
+            axis.set_xlabel("GRPO step")
+            axis.grid(alpha=0.3)
+        row[0].legend(fontsize=7)
     figure.suptitle("10-step moving averages: thin lines one seed each, thick lines the arm's mean over its seeds")
     figure.tight_layout()
     path = folder / "curves.png"
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return [path]
+
+
+def plot_arm(axis: Any, key: str, arm: str, arm_runs: list[dict[str, Any]], colour: Any) -> None:
+    """One arm's curves of ``key`` on ``axis``: a thin line per seed, a thick one for their mean."""
+    smoothed = [moving_average(curve(run, key))[1] for run in arm_runs]
+    for values in smoothed:
+        axis.plot(range(1, len(values) + 1), values, color=colour, alpha=0.3, linewidth=0.8)
+    mean = mean_over_runs(smoothed)
+    seeds = ", ".join(str(run["seed"]) for run in arm_runs)
+    axis.plot(range(1, len(mean) + 1), mean, color=colour, linewidth=2.2,
+              label=f"{arm}: mean of seeds {seeds}" if len(arm_runs) > 1 else f"{arm}: seed {seeds}")
+    if key == "frac_reward_zero_std" and all(curve(run, "episode/groups_all_correct") for run in arm_runs):
+        # Which of the two kinds of no-variance group: every completion right (dashed) or none (dotted).
+        for kind, style in (("episode/groups_all_correct", "--"), ("episode/groups_none_correct", ":")):
+            kind_mean = mean_over_runs([moving_average(curve(run, kind))[1] for run in arm_runs])
+            axis.plot(range(1, len(kind_mean) + 1), kind_mean, color=colour, linestyle=style, linewidth=1.2)
+        axis.set_ylabel("share (dashed: all right, dotted: none)")
 
 
 # ------------------------------------------------------------------------------------------ the report

@@ -150,6 +150,8 @@ def test_the_warm_up_defaults_are_the_measured_ones_unless_given() -> None:
     assert agent.sft_epochs == 1 and agent.sft_hardness == ["easy", "medium"] and sft.SFT_LEARNING_RATE == 1e-3
     agent, _, explicit = train.parse_config(["--phase", "sft", "--max_questions", "50"])
     assert sft.with_warmup_defaults(agent, explicit).max_questions == 50
+    agent.max_questions = 2  # set by embedded mode, not on the command line: kept
+    assert sft.with_warmup_defaults(agent, set()).max_questions == 2
 
 
 def test_push_to_hub_takes_a_repo_name() -> None:
