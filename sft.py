@@ -54,7 +54,7 @@ from training_logs import write_run_config
 
 PHASE_NAME = "sft"
 MODEL_DIRNAME = "model"  # --sft_full_finetune: a whole model, the --model of the GRPO phases
-# The warm-up the learning proof measured on the real 0.5B (docs/learning_proof.md; 37-42% held-out over nine
+# The warm-up the learning proof measured on the real 0.5B (docs/learning_proof.md; 36-42% held-out over ten
 # seeds): 600 easy and medium questions spread over the train split, one pass, 8 episodes a step, learning rate
 # 1e-3 (a LoRA's rate is far above GRPO's 2e-5, which would barely move it). --max_questions and --learning_rate
 # given on the command line win.

@@ -235,6 +235,35 @@ def test_grpo_run_calls_every_tool_and_the_post_episode_penalty_shows(tmp_path: 
     assert json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"] == TINY_MODEL
 
 
+def test_a_step_generated_in_rounds_trains_on_all_of_them(tmp_path: Path) -> None:
+    """The default's shape, small: an optimizer step of 2 groups generated one group at a time (TRL's
+    steps_per_generation), so the step's log must count both rounds' episodes and generation calls."""
+    def run(name: str, steps_per_generation: str) -> tuple[dict[str, Any], list[int]]:
+        call_sizes: list[int] = []
+
+        def count_calls(trainer: Any) -> None:  # around the scripted generation: rows in each call
+            scripted = trainer._generate_single_turn
+
+            def counted(prompt_ids: list[Any], *args: Any, **kwargs: Any) -> Any:
+                call_sizes.append(len(prompt_ids))
+                return scripted(prompt_ids, *args, **kwargs)
+            trainer._generate_single_turn = counted
+
+        run_phase(tmp_path / name, "--phase", "easy", "--gradient_accumulation_steps", "4", "--steps_per_generation",
+                  steps_per_generation, "--max_steps", "1", "--save_strategy", "no", before_train=count_calls)
+        config = json.loads((tmp_path / name / "easy" / "train_config.json").read_text())["grpo"]
+        assert config["generation_batch_size"] == int(steps_per_generation)  # micro-batches of one episode
+        step = next(entry for entry in read_jsonl(tmp_path / name / "easy" / "metrics.jsonl") if "loss" in entry)
+        return step, call_sizes
+
+    (in_rounds, round_calls), (at_once, once_calls) = run("rounds", "2"), run("at-once", "4")
+    for step in (in_rounds, at_once):
+        assert step["rollout/episodes_per_s"] * step["step_time"] == pytest.approx(4)  # 2 groups of 2, both counted
+        assert step["episode/post_episode_calls"] == 1.0
+    assert round_calls[0] == 2 and once_calls[0] == 4  # each round starts with its own group only
+    assert sum(round_calls) == sum(once_calls)  # the same turns generated, in two tool loops instead of one
+
+
 class AlwaysRightAgent(ScriptedAgent):
     """Every completion of a group answers right: no group has reward spread, so none teaches anything."""
 
