@@ -19,6 +19,7 @@ rollouts.jsonl (what the model did), metrics.jsonl and a training-curve plot; wi
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -243,12 +244,15 @@ class AgentConfig(sft.WarmupConfig):
 MAX_GENERATION_GROUPS = 4
 
 
-def nearest_valid_batches(per_device: int, accumulation: int, num_generations: int) -> list[str]:
-    """Settings near the given ones whose generation batch holds whole prompt groups."""
-    options = []
-    for candidate in sorted({num_generations * k // per_device for k in (1, 2) if num_generations * k % per_device == 0}):
-        options.append(f"--per_device_train_batch_size {per_device} --gradient_accumulation_steps {candidate}")
-    options.append(f"--per_device_train_batch_size {num_generations} --gradient_accumulation_steps 1")
+def nearest_valid_batches(per_device: int, accumulation: int, num_generations: int, processes: int = 1) -> list[str]:
+    """Settings near the given ones whose step holds whole prompt groups: the accumulations just below and above
+    at the same micro-batch, and micro-batches of one group for about the same step."""
+    unit = num_generations // math.gcd(per_device * processes, num_generations)  # valid accumulations: its multiples
+    below = accumulation // unit * unit
+    options = [f"--per_device_train_batch_size {per_device} --gradient_accumulation_steps {candidate}"
+               for candidate in (below, below + unit) if candidate >= 1]
+    groups = max(1, round(per_device * accumulation / num_generations))
+    options.append(f"--per_device_train_batch_size {num_generations} --gradient_accumulation_steps {groups}")
     return options
 
 
@@ -283,7 +287,7 @@ class AgentGRPOConfig(GRPOConfig):
         batch = self.per_device_train_batch_size * self.gradient_accumulation_steps * processes
         if self.generation_batch_size is None and self.steps_per_generation is None and batch % self.num_generations:
             options = "\n  ".join(nearest_valid_batches(
-                self.per_device_train_batch_size, self.gradient_accumulation_steps, self.num_generations))
+                self.per_device_train_batch_size, self.gradient_accumulation_steps, self.num_generations, processes))
             across = f" x {processes} processes" if processes > 1 else ""
             raise ValueError(
                 f"per_device_train_batch_size x gradient_accumulation_steps{across} = {batch} completions per step, "

@@ -114,6 +114,12 @@ def test_generation_batch_not_a_multiple_of_num_generations_is_rejected_with_fix
     message = str(error.value)
     assert "8 completions per step" in message and "--num_generations 6" in message
     assert "--per_device_train_batch_size 1 --gradient_accumulation_steps 6" in message
+    # A micro-batch changed alone: the accumulations around the default's 16 that hold whole groups of 6.
+    with pytest.raises(ValueError) as error:
+        train.parse_config(["--per_device_train_batch_size", "4"])
+    assert "64 completions per step" in str(error.value)
+    assert all(f"--per_device_train_batch_size 4 --gradient_accumulation_steps {accumulation}" in str(error.value)
+               for accumulation in (15, 18))
 
 
 def test_defaults_follow_the_plan() -> None:
