@@ -127,8 +127,8 @@ def set_group_size(grpo: Any, num_generations: int) -> None:
     more a generation batch). GRPOConfig derives the generation batch from the accumulation when it is built, so
     that is updated too."""
     grpo.num_generations, grpo.per_device_train_batch_size = num_generations, 1
-    grpo.gradient_accumulation_steps = grpo.steps_per_generation = num_generations // grpo.per_device_train_batch_size
-    grpo.generation_batch_size = grpo.per_device_train_batch_size * grpo.world_size * grpo.steps_per_generation
+    grpo.gradient_accumulation_steps = grpo.steps_per_generation = num_generations
+    grpo.generation_batch_size = grpo.world_size * num_generations
 
 
 def embedded_warmup_dir(agent: Any) -> Path:

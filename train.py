@@ -285,16 +285,17 @@ class AgentGRPOConfig(GRPOConfig):
         # completions, so 1 x 3 on 2 GPUs holds one whole group of 6.
         processes = int(os.environ.get("WORLD_SIZE", "1"))
         batch = self.per_device_train_batch_size * self.gradient_accumulation_steps * processes
-        if self.generation_batch_size is None and self.steps_per_generation is None and batch % self.num_generations:
-            options = "\n  ".join(nearest_valid_batches(
-                self.per_device_train_batch_size, self.gradient_accumulation_steps, self.num_generations, processes))
-            across = f" x {processes} processes" if processes > 1 else ""
-            raise ValueError(
-                f"per_device_train_batch_size x gradient_accumulation_steps{across} = {batch} completions per step, "
-                f"which is not a multiple of --num_generations {self.num_generations}: GRPO needs whole groups of "
-                f"{self.num_generations} completions per prompt. Nearest valid settings:\n  {options}"
-            )
-        if self.generation_batch_size is None and self.steps_per_generation is None:
+        if self.generation_batch_size is None and self.steps_per_generation is None:  # TRL's to derive: ours
+            if batch % self.num_generations:
+                options = "\n  ".join(nearest_valid_batches(self.per_device_train_batch_size,
+                                                            self.gradient_accumulation_steps, self.num_generations,
+                                                            processes))
+                across = f" x {processes} processes" if processes > 1 else ""
+                raise ValueError(
+                    f"per_device_train_batch_size x gradient_accumulation_steps{across} = {batch} completions per "
+                    f"step, which is not a multiple of --num_generations {self.num_generations}: GRPO needs whole "
+                    f"groups of {self.num_generations} completions per prompt. Nearest valid settings:\n  {options}"
+                )
             self.steps_per_generation = generation_steps(self.per_device_train_batch_size,
                                                          self.gradient_accumulation_steps, processes,
                                                          self.num_generations, MAX_GENERATION_GROUPS)
