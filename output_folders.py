@@ -5,7 +5,9 @@
     start_afresh(out_dir, agent)                      # a new run moves an earlier one aside, never over it
 
 Every phase, the warm-up's included, saves its LoRA to ``OUTPUT_DIR/<phase>/adapter``, where a later phase's
-``start_from`` (curriculum.py) finds it; a run that stops keeps its ``checkpoint-N`` folders for ``--resume``.
+``start_from`` (curriculum.py) finds it; a run that stops keeps its ``checkpoint-N`` folders for ``--resume``. Each
+checkpoint carries what the adapter folder carries beside the LoRA (``CheckpointCompanions``), so that it can be
+evaluated or started from like the adapter: ``python -m eval --checkpoint outputs/mixed/checkpoint-30``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from accelerate import PartialState
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+import models
 
 ADAPTER_DIRNAME = "adapter"  # one name for every phase's LoRA folder, the warm-up's included
 
@@ -88,3 +94,21 @@ def move_earlier_run_aside(directory: Path) -> Path | None:
         target = directory.with_name(f"{directory.name}-{stamp}-{copies}")
     directory.rename(target)
     return target
+
+
+class CheckpointCompanions(TrainerCallback):
+    """Writes into every ``checkpoint-N`` the files beside the LoRA that the phase's adapter folder gets: the tool-tag
+    rows its start adapter carried into the base weights (without them a checkpoint's tool calls would be decoded
+    by the base model's untrained tag rows) and the question history the sampler kept up to that step."""
+
+    def __init__(self, tool_token_rows: dict[str, Any], sampler: Any) -> None:
+        self.tool_token_rows = tool_token_rows
+        self.sampler = sampler  # sampling.InformativeSampler
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                **kwargs: Any) -> TrainerControl:
+        folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        if state.is_world_process_zero and folder.is_dir():
+            models.save_tool_token_rows(folder, self.tool_token_rows)
+            self.sampler.save(folder)
+        return control

@@ -139,14 +139,17 @@ def question_key(db_id: str, question: str) -> str:
     return f"{db_id}\t{question}"
 
 
-def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None) -> InformativeSampler:
+def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None,
+                     resumed_checkpoint: Path | None = None) -> InformativeSampler:
     """A phase's question sampler (used under --sampling informative; it records every group either way), for the
-    rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the phase its start adapter came
-    from."""
+    rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the checkpoint a resumed run
+    continues (which holds its start adapter's history too) or else of the phase its start adapter came from."""
     keys = [question_key(db_id, question) for db_id, question in
             zip(dataset.data.column("db_id").to_pylist(), dataset.data.column("question").to_pylist(), strict=True)]
     sampler = InformativeSampler(keys, grpo.num_generations, grpo.generation_batch_size // grpo.num_generations,
                                  grpo.num_iterations * grpo.steps_per_generation, grpo.seed)
-    if start_adapter is not None and sampler.load(start_adapter):
-        print(f"[train] question history of {len(sampler.records)} questions from {start_adapter}", flush=True)
+    for folder in (resumed_checkpoint, start_adapter):
+        if folder is not None and sampler.load(folder):
+            print(f"[train] question history of {len(sampler.records)} questions from {folder}", flush=True)
+            break
     return sampler

@@ -66,7 +66,14 @@ from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
-from output_folders import ADAPTER_DIRNAME, check_outputs, last_checkpoint, phase_dir, start_afresh  # noqa: E402
+from output_folders import (  # noqa: E402
+    ADAPTER_DIRNAME,
+    CheckpointCompanions,
+    check_outputs,
+    last_checkpoint,
+    phase_dir,
+    start_afresh,
+)
 from sampling import question_sampler  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, to_grpo_rows  # noqa: E402
 from start_adapter import load_adapter_weights, same_model, start_adapter_base  # noqa: E402
@@ -397,6 +404,7 @@ def load_model(
 def build_trainer(
     agent: AgentConfig, grpo: AgentGRPOConfig, model: Any, tokenizer: Any, dataset: Dataset,
     fewshot: FewShotPrompt, epochs_before_phase: float, rollout_logger: RolloutLogger,
+    tool_token_rows: dict[str, torch.Tensor],
 ) -> GRPOTrainer:
     # With the stop rule a turn holds one call, so TRL's tool-loop iterations are tool calls: the same cap
     # as the eval suite's and the policies' (agent_env.max_tool_calls).
@@ -408,6 +416,7 @@ def build_trainer(
     callbacks: list[TrainerCallback] = [
         FewShotSchedulerCallback(fewshot, agent.fewshot_retire_after_epochs, epochs_before_phase),
         rollout_logger,
+        CheckpointCompanions(tool_token_rows, rollout_logger.sampler),
     ]
     generation.prepare_model(model, tokenizer, agent)  # before the trainer: it reads generation_config's eos ids once
     trainer = GRPOTrainer(
@@ -473,6 +482,11 @@ class PhasePlan:
     warmup: Path | None  # embedded mode: the cached warm-up the phase starts from (trained first if missing)
     out_dir: Path
     description: str  # for the log: the phase, its data and what it starts from
+
+    def start_tool_token_rows(self) -> dict[str, torch.Tensor]:
+        """The tool-tag rows the start adapter carries into the base weights; every folder this phase saves keeps
+        them beside its LoRA."""
+        return models.tool_token_rows(self.start_adapter) if self.start_adapter else {}
 
 
 def read_settings(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str], list[Phase]]:
@@ -542,14 +556,11 @@ def save_phase(trainer: GRPOTrainer, tokenizer: Any, agent: AgentConfig, plan: P
     whole LoRA weights); every process returns once it is written."""
     adapter_dir = plan.out_dir / ADAPTER_DIRNAME
     if trainer.is_world_process_zero():
-        for adapter_config in trainer.model.peft_config.values():  # the base as loaded here, whatever the loader
-            adapter_config.base_model_name_or_path = agent.model      # recorded: later phases and eval load this one
         trainer.model.save_pretrained(adapter_dir)
         write_model_card()
         tokenizer.save_pretrained(adapter_dir)
         # The rows the start adapter carried into the base weights: saved beside this LoRA for eval and later phases.
-        start_rows = models.tool_token_rows(plan.start_adapter) if plan.start_adapter else {}
-        models.save_tool_token_rows(adapter_dir, start_rows)
+        models.save_tool_token_rows(adapter_dir, plan.start_tool_token_rows())
         rollout_logger.sampler.save(adapter_dir)  # what each question's groups scored: the next phase's sampler reads it
         curves = report_run(plan.out_dir, trainer.state.log_history, rollout_logger.totals)
         print(f"[train] saved adapter to {adapter_dir}; curves in {curves}", flush=True)
@@ -597,8 +608,10 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     plan.out_dir.mkdir(parents=True, exist_ok=True)
     start_gpu_memory_accounting()
     model, tokenizer = load_model(agent, grpo, plan.start_adapter)
+    for adapter_config in model.peft_config.values():  # the base as loaded here, whatever the loader recorded:
+        adapter_config.base_model_name_or_path = agent.model  # later phases and eval load this one (checkpoints too)
     rollout_logger = RolloutLogger(plan.out_dir, grpo.num_generations, agent.rollouts_logged_per_step,
-                                   question_sampler(grpo, plan.dataset, plan.start_adapter))
+                                   question_sampler(grpo, plan.dataset, plan.start_adapter, plan.checkpoint))
 
     # --- trainer and training
     def write_model_card(**_: Any) -> None:  # in place of TRL's, whose card names no base for a local folder
@@ -608,7 +621,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
 
     def make_trainer() -> GRPOTrainer:
         trainer = build_trainer(agent, grpo, model, tokenizer, plan.dataset, plan.fewshot, plan.epochs_before_phase,
-                                rollout_logger)
+                                rollout_logger, plan.start_tool_token_rows())
         trainer.create_model_card = write_model_card  # TRL writes the card at every checkpoint
         if trainer.is_world_process_zero():
             write_run_config(plan.out_dir, agent, grpo, phase=dataclasses.asdict(plan.phase),

@@ -190,8 +190,9 @@ def group_argv(arm: Arm, scale: Scale) -> list[str]:
             "--gradient_accumulation_steps", generations or "6"]
 
 
-def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int) -> list[str]:
-    """The train.py command line of an arm."""
+def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int, *,
+               save_steps: int = 50) -> list[str]:
+    """The train.py command line of an arm (a GRPO arm saves a checkpoint every ``save_steps``)."""
     out = work / f"{arm.name}-seed{seed}"
     common = ["--model", str(model), "--data_dir", str(data), "--output_dir", str(out), "--seed", str(seed),
               "--report_to", "none"]
@@ -205,7 +206,7 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
                 *arm.flags]
     argv = ["--phase", str(arm.phase), *common, "--max_steps", str(steps_for(arm, scale)),
             "--learning_rate", str(scale.grpo_learning_rate), "--warmup_steps", "5",
-            "--max_completion_length", str(scale.max_completion_length), "--save_steps", "50"]
+            "--max_completion_length", str(scale.max_completion_length), "--save_steps", str(save_steps)]
     questions = scale.mixed_questions if arm.phase == "mixed" else scale.easy_questions
     if questions is not None:
         argv += ["--max_questions", str(questions)]
@@ -316,9 +317,11 @@ def git_commit() -> str:
 
 
 def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int, *,
-            evaluate: bool = True) -> dict[str, Any]:
+            evaluate: bool = True, eval_at_step: int | None = None) -> dict[str, Any]:
     """Train (unless base) and evaluate one arm (``evaluate=False``: train only, for an arm that is only the start
-    of a later one); returns its results entry."""
+    of a later one); returns its results entry. ``eval_at_step``: a GRPO arm longer than that many steps also has
+    its checkpoint of that step evaluated on the held-out part (``evals["heldout_stepN"]``), e.g. the first of two
+    epochs, so one run gives both lengths."""
     import train  # imports unsloth before transformers and trl, as the trainer must
     from eval.__main__ import run as run_eval
 
@@ -326,8 +329,10 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
     entry: dict[str, Any] = {"arm": arm.name, "seed": seed, "scale": scale.name, "model": str(model),
                              "commit": git_commit(), "commands": []}
     checkpoint = model
+    inside = (eval_at_step if evaluate and eval_at_step and arm.phase not in (None, "sft")
+              and steps_for(arm, scale) > eval_at_step else None)
     if arm.phase is not None:
-        argv = train_argv(arm, scale, model, data, work, seed)
+        argv = train_argv(arm, scale, model, data, work, seed, **({"save_steps": inside} if inside else {}))
         entry["commands"].append("python train.py " + " ".join(argv))
         print(f"[proof] python train.py {' '.join(argv)}", flush=True)
         checkpoint = Path(train.main(argv))
@@ -351,6 +356,17 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
         entry["commands"].append("python -m eval " + " ".join(argv))
         print(f"[proof] python -m eval {' '.join(argv)}", flush=True)
         policy = run_eval(argv, policy=policy)
+        entry["evals"][name] = summarize(json.loads((out / "report.json").read_text(encoding="utf-8")))
+    if inside:
+        step_checkpoint = checkpoint.parent / f"checkpoint-{inside}"
+        if not (step_checkpoint / "adapter_config.json").is_file():
+            raise FileNotFoundError(f"--eval-at-step {inside}: training saved no {step_checkpoint}")
+        name = f"heldout_step{inside}"
+        out = work / f"{arm.name}-seed{seed}" / f"eval-{name}"
+        argv = eval_argv(step_checkpoint, data, "dev", out, scale, hardness=None, limit=scale.eval_heldout_limit)
+        entry["commands"].append("python -m eval " + " ".join(argv))
+        print(f"[proof] python -m eval {' '.join(argv)}", flush=True)
+        run_eval(argv)
         entry["evals"][name] = summarize(json.loads((out / "report.json").read_text(encoding="utf-8")))
     entry["seconds"] = round(time.perf_counter() - started, 1)
     return entry
@@ -380,6 +396,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mixed-steps", type=int, default=None,
                         help="GRPO steps of the mixed phase's arms only (after --steps; e.g. one epoch of the "
                              "epoch scale's two, 30 steps, when two do not fit a session)")
+    parser.add_argument("--eval-at-step", type=int, default=None, metavar="N",
+                        help="also evaluate each GRPO arm's checkpoint of step N on the held-out part, where the arm "
+                             "runs longer (e.g. --mixed-steps 59 --eval-at-step 30: one mixed epoch and two, from one "
+                             "run; the report lists it as heldout_stepN)")
     parser.add_argument("--eval-generation", choices=("padded", "rounds"), default=None,
                         help="how the evals generate a turn (python -m eval --generation; default the scale's: padded "
                              "for gpu, as every line of it, rounds for epoch; rounds took 0.64x the time of padded on "
@@ -442,7 +462,8 @@ def main(argv: list[str] | None = None) -> int:
             if (seed, warm_up_of(arm)) in stopped:
                 continue
             evaluate = name not in arguments.train_only
-            entry = run_arm(arm, scale, arguments.model, data, arguments.work, seed, evaluate=evaluate)
+            entry = run_arm(arm, scale, arguments.model, data, arguments.work, seed, evaluate=evaluate,
+                            eval_at_step=arguments.eval_at_step)
             record_run(results, f"{name}/seed{seed}/{scale.name}", entry)
             save_results(arguments.results, results)  # after every arm: nothing measured is lost
             write_report(results, arguments.report, figures_dir, arguments.results)

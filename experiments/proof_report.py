@@ -578,8 +578,10 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         lines += ["", "Pooled runs of different lengths (GRPO steps): " + "; ".join(lengths) + "."]
     partial = [(key, name, summary) for key, run in sorted(results["runs"].items())
                for name, summary in run.get("evals", {}).items() if name not in ("heldout", "train_easy")]
-    if partial:  # evals of part of a split, from runs cut short: not comparable with the table above
-        lines += ["", "Evals of part of a split (runs cut short; see the run's note):", "",
+    if partial:  # a checkpoint inside a run (heldout_stepN), or part of a split from a run cut short
+        lines += ["", ("Other evals: `heldout_stepN` is the run's checkpoint of step N on the whole held-out part "
+                       "(--eval-at-step); any other is part of a split, from a run cut short (see the run's note):"),
+                  "",
                   "| run | eval | questions | " + " | ".join(HARDNESS) + " |", "|---" * (len(HARDNESS) + 3) + "|"]
         for key, name, summary in partial:
             cells = [_cell([summary["accuracy"][group]]).removesuffix(" (n=1)") for group in HARDNESS]

@@ -80,15 +80,19 @@ def test_arms_accumulate_across_invocations_and_the_report_shows_them(tiny_model
               "--work", str(tmp_path / "work"), "--results", str(tmp_path / "results.json"),
               "--report", str(tmp_path / "report.md"), "--seed", "0"]
     assert learning_proof.main([*common, "--arms", "base", "sft"]) == 0
-    assert learning_proof.main([*common, "--arms", "easy"]) == 0  # starts from the sft arm of the first call
+    # starts from the sft arm of the first call; its checkpoint of step 1 is evaluated too
+    assert learning_proof.main([*common, "--arms", "easy", "--steps", "2", "--eval-at-step", "1"]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
     assert sorted(results["runs"]) == ["base/seed0/quick", "easy/seed0/quick", "sft/seed0/quick"]
     easy = results["runs"]["easy/seed0/quick"]
     assert any("--start_adapter" in command and "sft-seed0" in command for command in easy["commands"])
-    assert len(easy["curves"]) == 1 and "reward" in easy["curves"][0]
-    assert set(easy["evals"]) == {"heldout", "train_easy"} and easy["evals"]["heldout"]["n"]["overall"] == 2
+    assert len(easy["curves"]) == 2 and "reward" in easy["curves"][0]
+    assert set(easy["evals"]) == {"heldout", "train_easy", "heldout_step1"}
+    assert easy["evals"]["heldout"]["n"]["overall"] == easy["evals"]["heldout_step1"]["n"]["overall"] == 2
+    assert any("checkpoint-1" in command for command in easy["commands"])
     report = (tmp_path / "report.md").read_text()
     assert "| easy | 0 |" in report and (tmp_path / "learning_proof" / "curves.png").is_file()
+    assert "| easy/seed0/quick | heldout_step1 | 2 |" in report
 
 
 @pytest.mark.slow
@@ -105,7 +109,7 @@ def test_grpo_arms_are_not_run_after_a_warm_up_whose_model_never_calls_a_tool(
     ran: list[str] = []
     silent = ["sft"]  # the warm-ups whose model calls no tool
 
-    def fake_arm(arm, scale, model, data, work, seed, evaluate=True):  # noqa: ANN001, ANN202 (run_arm's shape)
+    def fake_arm(arm, scale, model, data, work, seed, evaluate=True, eval_at_step=None):  # noqa: ANN001, ANN202 (run_arm's shape)
         ran.append(arm.name)
         steps = 0.0 if arm.name in silent else 2.5
         return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
@@ -130,7 +134,7 @@ def test_seeds_run_arm_by_arm_and_a_seed_whose_warm_up_calls_no_tool_gets_no_grp
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[tuple[str, int]] = []
 
-    def fake_arm(arm, scale, model, data, work, seed, evaluate=True):  # noqa: ANN001, ANN202 (run_arm's shape)
+    def fake_arm(arm, scale, model, data, work, seed, evaluate=True, eval_at_step=None):  # noqa: ANN001, ANN202 (run_arm's shape)
         ran.append((arm.name, seed))
         steps = 0.0 if (arm.name, seed) == ("sft", 1) else 2.5
         return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
@@ -254,7 +258,7 @@ def test_train_only_arms_run_without_evals_and_the_report_shows_them_not_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[tuple[str, bool]] = []
 
-    def fake_arm(arm, scale, model, data, work, seed, evaluate=True):  # run_arm's shape
+    def fake_arm(arm, scale, model, data, work, seed, evaluate=True, eval_at_step=None):  # run_arm's shape
         asked.append((arm.name, evaluate))
         heldout = {"accuracy": {"overall": 0.5}, "answered": 0.99, "outcomes": "1100", "questions_digest": "d",
                    "mean_steps": 3.0}

@@ -185,7 +185,7 @@ def test_easy_phase_starts_from_the_sft_adapter(tmp_path: Path) -> None:
     assert rows.float().allclose(token_rows["embed_tokens"].float(), atol=1e-2)  # bf16 or float32 base weights
 
 
-def test_a_grpo_phase_carries_the_warm_ups_token_rows_into_its_adapter_and_eval(tmp_path: Path) -> None:
+def test_a_grpo_phase_carries_the_warm_ups_token_rows_into_its_adapter_checkpoints_and_eval(tmp_path: Path) -> None:
     import models
     from eval.checkpoint import load_checkpoint
 
@@ -194,12 +194,16 @@ def test_a_grpo_phase_carries_the_warm_ups_token_rows_into_its_adapter_and_eval(
     easy = train.main(["--phase", "easy", "--model", TINY_MODEL, "--output_dir", str(tmp_path), "--start_adapter",
                        str(sft_adapter), "--report_to", "none", "--max_steps", "1", "--num_generations", "2",
                        "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2",
-                       "--max_completion_length", "8", "--save_strategy", "no"])
-    carried = models.tool_token_rows(easy)
-    assert (easy / models.TOOL_TOKEN_ROWS_FILE).is_file()
-    assert carried["embed_tokens"].float().allclose(warm_rows["embed_tokens"].float())
-    model, _ = load_checkpoint(easy, device="cpu")
-    assert model.get_input_embeddings().weight[carried["indices"]].float().allclose(carried["embed_tokens"].float())
+                       "--max_completion_length", "8", "--save_steps", "1"])
+    checkpoint = easy.parent / "checkpoint-1"  # evaluated or started from like the adapter (the same files beside)
+    for folder in (easy, checkpoint):
+        carried = models.tool_token_rows(folder)
+        assert (folder / models.TOOL_TOKEN_ROWS_FILE).is_file(), folder
+        assert carried["embed_tokens"].float().allclose(warm_rows["embed_tokens"].float())
+        assert (folder / "question_history.json").is_file()
+        assert json.loads((folder / "adapter_config.json").read_text())["base_model_name_or_path"] == TINY_MODEL
+        model, _ = load_checkpoint(folder, device="cpu")
+        assert model.get_input_embeddings().weight[carried["indices"]].float().allclose(carried["embed_tokens"].float())
 
 
 def test_full_finetune_saves_a_model_that_later_phases_take_as_model(
