@@ -416,7 +416,9 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
 # ---------------------------------------------------------------------------------------------- tables
 
 
-PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"))
+# The main line's consecutive arms and the whole line; the same for the line whose mixed phase runs the sampler.
+PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "mixed-informative"),
+               ("sft", "mixed-informative"))
 
 
 def paired_rows(results: dict[str, Any]) -> list[str]:
@@ -470,7 +472,7 @@ def pooled_lengths(results: dict[str, Any]) -> list[str]:
     """For each arm whose evaluated runs differ in GRPO steps: which seeds ran how many (the accuracy table pools
     them, so that a shorter line counts as a line)."""
     texts = []
-    for arm in ARMS:
+    for arm in report_lines(results):
         seeds_by_steps: dict[int, list[str]] = {}
         for run in runs_of(results, arm):
             if run.get("evals") and run.get("curves"):

@@ -43,7 +43,7 @@ def test_a_run_missing_an_eval_shows_not_run_there_and_its_other_numbers(tmp_pat
     assert row.startswith("| sft | 0.0% (n=1)") and row.endswith("| not run |")
     assert next(line for line in lines if line.startswith("| easy |")).startswith("| easy | not run |")
     assert "| easy/seed0/gpu | heldout_first150 | 614 | 0.0% |" in lines[lines.index(
-        next(line for line in lines if line.startswith("Evals of part of a split"))) + 4]
+        next(line for line in lines if line.startswith("Other evals:"))) + 4]
 
 
 def _heldout(overall: float, outcomes: str = "", digest: str = "d") -> dict:
@@ -236,6 +236,11 @@ def test_arms_pair_up_only_when_they_started_from_the_same_warm_up() -> None:
     undigested = {key: {name: value for name, value in entry.items() if name != "warm_up_digest"}
                   for key, entry in retrained.items()}
     assert len(proof_report.paired_rows({"runs": undigested})) == 3
+    # The line whose mixed phase ran the sampler pairs with its easy phase and its warm-up too.
+    informative = dict(runs, **{"mixed-informative/seed6/gpu": run("mixed-informative", "1111", "a")})
+    assert [row for row in proof_report.paired_rows({"runs": informative}) if "informative" in row] == [
+        "| 6 | easy -> mixed-informative | 4 | 2 -> 4 | 2 | 0 | 0.5 |",
+        "| 6 | sft -> mixed-informative | 4 | 1 -> 4 | 3 | 0 | 0.25 |"]
 
 
 def test_the_penalty_is_judged_by_the_calls_after_the_episode_with_and_without_it_from_the_habit_warm_up() -> None:
