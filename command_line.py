@@ -1,11 +1,12 @@
 """train.py's command line: this project's settings and TRL's GRPOConfig in one parser, --help in four groups.
 
-    agent, grpo, explicit = parse_config(argv, AgentConfig, AgentGRPOConfig, GRPO_DEFAULTS)
+    agent, grpo, explicit = parse_config(argv, AgentConfig, AgentGRPOConfig, GRPO_DEFAULTS, WarmupGRPOConfig)
     parser = build_parser(AgentConfig, AgentGRPOConfig, GRPO_DEFAULTS)      # what --help prints
 
 The settings themselves (the dataclasses and train.py's defaults for TRL's flags) are declared in train.py, where a
 newcomer looks for them; this module only reads them. ``explicit`` names what the user chose, on the command line
-or in the --config file: embedded mode and the phase's epochs never override those.
+or in the --config file: embedded mode and the phase's epochs never override those. TRL's flags are read into the
+GRPO settings for a GRPO phase and into the warm-up's (the same fields, without GRPO's batch checks) for --phase sft.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 from trl import TrlParser
 
-from config_file import check_config_file, config_file_keys
+from config_file import check_config_file, config_file_keys, config_file_settings
+from sft import PHASE_NAME as WARMUP_PHASE
 from sft import WarmupConfig
 
 USAGE = "python train.py [--config RUN.YAML] [--flag value ...]"
@@ -68,13 +70,16 @@ def list_apart(parser: TrlParser, title: str, names: set[str]) -> None:
             group._group_actions.append(action)
 
 
-def parse_config(argv: list[str], agent_settings: type, grpo_settings: type,
-                 grpo_defaults: dict[str, Any]) -> tuple[Any, Any, set[str]]:
+def parse_config(argv: list[str], agent_settings: type, grpo_settings: type, grpo_defaults: dict[str, Any],
+                 warmup_grpo_settings: type) -> tuple[Any, Any, set[str]]:
     """Parse our flags and TRL's together (TrlParser also reads --config YAML); returns both settings objects and
-    the names the user chose."""
+    the names the user chose. TRL's flags become ``grpo_settings``, or ``warmup_grpo_settings`` for --phase sft:
+    the warm-up forms no GRPO groups, so GRPO's batch checks must not refuse its micro-batch."""
     argv = _rewrite_push_to_hub(argv)
     parser = build_parser(agent_settings, grpo_settings, grpo_defaults)
     check_config_file(parser, argv, (agent_settings, grpo_settings))
+    if requested_phase(parser, argv) == WARMUP_PHASE:
+        parser = build_parser(agent_settings, warmup_grpo_settings, grpo_defaults)
     agent, grpo, *_ = parser.parse_args_and_config(list(argv))  # *_: the namespace that holds --config
     # What the user chose: flags on the command line and keys of the --config file. Embedded mode and
     # the phase's epochs never override these.
@@ -82,6 +87,16 @@ def parse_config(argv: list[str], agent_settings: type, grpo_settings: type,
     explicit |= set(config_file_keys(argv))
     explicit.discard("config")
     return agent, grpo, explicit
+
+
+def requested_phase(parser: TrlParser, argv: list[str]) -> str:
+    """The --phase asked for, read before the settings are built: the command line's, else the --config file's, else
+    the default. Read by the parser itself (so `--phase=sft` counts too); a flag it cannot read stops it here with
+    the message the full parse would give."""
+    in_file = {key: value for key, value in config_file_settings(argv).items() if key == "phase"}
+    # argparse fills in a default only where the namespace has no value: the file's phase wins over the default,
+    # the command line's over both.
+    return parser.parse_known_args(argv, argparse.Namespace(**in_file))[0].phase
 
 
 def _rewrite_push_to_hub(argv: list[str]) -> list[str]:

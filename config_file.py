@@ -2,6 +2,7 @@
 
     check_config_file(parser, argv, (AgentConfig, AgentGRPOConfig))   # before TrlParser reads the file
     explicit = config_file_keys(argv)                                   # its keys count as the user's choices
+    settings = config_file_settings(argv)                               # its values, by flag name
 
 TrlParser reads ``--config`` itself; an unknown key there ends in a hint meant for programmers and a wrong value in
 the whole usage text, so the file is checked first, against the parser's own flags and the settings' declared types.
@@ -84,9 +85,14 @@ def _is_number(value: Any) -> bool:
     return True
 
 
+def config_file_settings(argv: list[str]) -> dict[str, Any]:
+    """The settings a --config YAML file gives, by flag name ({} without one)."""
+    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+        return {}
+    config = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text(encoding="utf-8")) or {}
+    return {key.replace("-", "_"): value for key, value in config.items() if key != "env"}
+
+
 def config_file_keys(argv: list[str]) -> list[str]:
     """The settings a --config YAML file gives (its keys), as the user's own choices."""
-    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
-        return []
-    config = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text(encoding="utf-8")) or {}
-    return [key.replace("-", "_") for key in config if key != "env"]
+    return list(config_file_settings(argv))

@@ -283,11 +283,7 @@ class AgentGRPOConfig(GRPOConfig):
         if self.num_generations is not None and self.num_generations < 2:
             raise ValueError(f"--num_generations must be at least 2 (GRPO compares completions of one prompt), "
                              f"got {self.num_generations}")
-        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
-        if self.learning_rate < 0:
-            raise ValueError(f"--learning_rate must be 0 or more, got {self.learning_rate}")
+        self.check_sizes()
         # The launcher's WORLD_SIZE (the devices are not set up yet): TRL and Unsloth count every process's
         # completions, so 1 x 3 on 2 GPUs holds one whole group of 6.
         processes = int(os.environ.get("WORLD_SIZE", "1"))
@@ -307,6 +303,27 @@ class AgentGRPOConfig(GRPOConfig):
                                                          self.gradient_accumulation_steps, processes,
                                                          self.num_generations, MAX_GENERATION_GROUPS)
         super().__post_init__()
+
+    def check_sizes(self) -> None:
+        """Sizes no phase can train with, GRPO's or the warm-up's."""
+        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.learning_rate < 0:
+            raise ValueError(f"--learning_rate must be 0 or more, got {self.learning_rate}")
+
+
+class WarmupGRPOConfig(AgentGRPOConfig):
+    """TRL's flags as `--phase sft` reads them: the same fields, so the same command lines parse. The warm-up
+    (sft.py) trains on the oracle's episodes in micro-batches of --per_device_train_batch_size, --sft_batch_size
+    episodes a step, and generates nothing; it reads no accumulation and no group size. So the check of whole
+    groups above is not made, nor GRPOConfig's own (it derives the generation batch from the accumulation and
+    refuses one that does not hold whole groups); TrainingArguments' are. No generation rounds are derived:
+    steps_per_generation and generation_batch_size stay as given."""
+
+    def __post_init__(self) -> None:
+        self.check_sizes()
+        super(GRPOConfig, self).__post_init__()  # past GRPOConfig's: TRL's base config, then TrainingArguments
 
 
 # Defaults of the plan this project implements, at the scale the learning proof measured (docs/learning_proof.md:
@@ -337,8 +354,8 @@ GRPO_DEFAULTS: dict[str, Any] = dict(
 
 def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str]]:
     """The settings above from the command line and a --config file, and the names the user chose (command_line.py
-    lays the flags out for --help)."""
-    return command_line.parse_config(argv, AgentConfig, AgentGRPOConfig, GRPO_DEFAULTS)
+    lays the flags out for --help); TRL's flags are a WarmupGRPOConfig for `--phase sft`."""
+    return command_line.parse_config(argv, AgentConfig, AgentGRPOConfig, GRPO_DEFAULTS, WarmupGRPOConfig)
 
 
 # ----------------------------------------------------------------------------------------------- data

@@ -200,9 +200,8 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
         return ["--phase", "sft", *common, "--max_questions", str(scale.sft_questions),
                 "--sft_epochs", str(scale.sft_epochs), "--sft_batch_size", str(scale.sft_batch_size),
                 "--sft_hardness", "easy", "medium", "--learning_rate", str(scale.sft_learning_rate),
-                # Micro-batches of 4 (every warm-up measured); the accumulation only keeps GRPO's group check
-                # of the same command line satisfied (4 x 6 holds whole groups of 6).
-                "--warmup_steps", "5", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "6",
+                # Micro-batches of 4, as every warm-up measured (the warm-up takes no accumulation).
+                "--warmup_steps", "5", "--per_device_train_batch_size", "4",
                 *arm.flags]
     argv = ["--phase", str(arm.phase), *common, "--max_steps", str(steps_for(arm, scale)),
             "--learning_rate", str(scale.grpo_learning_rate), "--warmup_steps", "5",

@@ -122,6 +122,25 @@ def test_generation_batch_not_a_multiple_of_num_generations_is_rejected_with_fix
                for accumulation in (15, 18))
 
 
+def test_the_warm_up_takes_a_micro_batch_that_makes_no_whole_groups_and_grpo_still_refuses_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 4 x the default accumulation of 16 = 64 completions: no whole groups of 6, which the warm-up never forms.
+    micro_batch = ["--per_device_train_batch_size", "4", "--output_dir", str(tmp_path), "--dry-run"]
+    assert train.main(["--phase", "sft", "--model", TINY_MODEL, *micro_batch]) is None
+    assert "oracle episodes" in capsys.readouterr().out
+    config = tmp_path / "run.yaml"
+    config.write_text("phase: sft\n")  # the phase may come from a --config file, or as --phase=sft
+    for phase in (["--config", str(config)], ["--phase=sft"]):
+        agent, grpo, _ = train.parse_config([*phase, *micro_batch])
+        assert agent.phase == "sft" and type(grpo) is train.WarmupGRPOConfig and grpo.steps_per_generation is None
+    with pytest.raises(train.SetupError, match="64 completions per step") as error:
+        train.main(["--phase", "easy", *micro_batch])
+    assert "Nearest valid settings:\n  --per_device_train_batch_size 4 --gradient_accumulation_steps 15" in str(error.value)
+    # The command line's phase wins over the file's; a GRPO phase gets GRPO's settings.
+    with pytest.raises(ValueError, match="64 completions per step"):
+        train.parse_config(["--config", str(config), "--phase", "easy", *micro_batch])
+
+
 def test_defaults_follow_the_plan() -> None:
     agent, grpo, _ = train.parse_config([])
     assert grpo.num_generations == 6 and grpo.max_completion_length == 512 and grpo.gradient_checkpointing
