@@ -40,6 +40,9 @@ MAX_ANSWER_CHARS = 20_000
 
 CORRECT_ANSWER_REWARD = 1.0
 POST_EPISODE_PENALTY = 0.1
+# Off by default (the plan's reward): with it 0, an episode that ends without answer() earns what a wrong answer
+# earns, and GRPO taught the 0.5B to stop with "Done." after a query that returned no rows (docs/results.md).
+NO_ANSWER_PENALTY = 0.0
 EXECUTED_QUERY_BONUS = 0.02
 MAX_EXECUTED_QUERY_BONUSES = 3
 GOLD_TABLE_INSPECTED_BONUS = 0.01
@@ -85,6 +88,7 @@ class EpisodeRecord:
     executed_queries: int = 0
     saw_gold_result: bool = False
     penalty_per_post_episode_call: float = POST_EPISODE_PENALTY
+    penalty_for_no_answer: float = NO_ANSWER_PENALTY
 
     @property
     def post_episode_calls(self) -> int:
@@ -104,6 +108,7 @@ class EpisodeRecord:
             "correctness": correctness_reward(self),
             "shaping": shaping_reward(self),
             "post_episode_penalty": post_episode_penalty(self),
+            "no_answer_penalty": no_answer_penalty(self),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,6 +155,12 @@ def shaping_reward(episode: EpisodeRecord) -> float:
 def post_episode_penalty(episode: EpisodeRecord) -> float:
     """-POST_EPISODE_PENALTY (or the environment's own setting) for every tool call after the episode was over."""
     return -episode.penalty_per_post_episode_call * episode.post_episode_calls
+
+
+def no_answer_penalty(episode: EpisodeRecord) -> float:
+    """-the environment's no-answer penalty for an episode that never called answer(): giving up then costs more than
+    a wrong answer, which may still be right."""
+    return -episode.penalty_for_no_answer if episode.answer is None else 0.0
 
 
 # --- gold results ----------------------------------------------------------------------------
@@ -235,13 +246,17 @@ class SQLEnv:
         max_result_rows: int = MAX_RESULT_ROWS,
         max_result_chars: int = MAX_RESULT_CHARS,
         post_episode_penalty: float = POST_EPISODE_PENALTY,
+        no_answer_penalty: float = NO_ANSWER_PENALTY,
     ) -> None:
         if step_budget < 1:
             raise ValueError(f"step_budget must be at least 1, got {step_budget}")
         if post_episode_penalty < 0:
             raise ValueError(f"post_episode_penalty is subtracted per call: give 0 or more, got {post_episode_penalty}")
+        if no_answer_penalty < 0:
+            raise ValueError(f"no_answer_penalty is subtracted: give 0 or more, got {no_answer_penalty}")
         self.step_budget = step_budget
         self.post_episode_penalty = post_episode_penalty
+        self.no_answer_penalty = no_answer_penalty
         self.query_timeout_s = query_timeout_s
         self.max_result_rows = max_result_rows
         self.max_result_chars = max_result_chars
@@ -256,7 +271,8 @@ class SQLEnv:
         self._database = ReadOnlyDatabase(db_path, timeout_s=self.query_timeout_s)
         self._gold = load_gold(str(db_path), gold_sql, self.query_timeout_s)
         self.episode = EpisodeRecord(question=question, db_path=str(db_path), gold_sql=gold_sql,
-                                     penalty_per_post_episode_call=self.post_episode_penalty)
+                                     penalty_per_post_episode_call=self.post_episode_penalty,
+                                     penalty_for_no_answer=self.no_answer_penalty)
         self._started = True
         return first_observation(self._database.table_names())
 

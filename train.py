@@ -61,7 +61,13 @@ import command_line  # noqa: E402
 import generation  # noqa: E402
 import models  # noqa: E402
 import sft  # noqa: E402
-from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SQLEnv, max_tool_calls  # noqa: E402
+from agent_env import (  # noqa: E402
+    DEFAULT_STEP_BUDGET,
+    NO_ANSWER_PENALTY,
+    POST_EPISODE_PENALTY,
+    SQLEnv,
+    max_tool_calls,
+)
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
@@ -170,6 +176,12 @@ class AgentConfig(sft.WarmupConfig):
         default=POST_EPISODE_PENALTY,
         metadata={"help": "Reward lost per tool call after the episode is over (0 turns the penalty off)."},
     )
+    no_answer_penalty: float = field(
+        default=NO_ANSWER_PENALTY,
+        metadata={"help": "Reward lost by an episode that ends without answer(). 0 (the plan's reward) pays giving up "
+                          "what a wrong answer gets; a small cost (e.g. 0.1) asks for an answer or another query. "
+                          "Not yet measured on a GPU."},
+    )
     max_gold_rows: int = field(
         default=20,
         metadata={"help": "Skip questions whose gold result has more rows than this (the query tool shows 20)."},
@@ -223,6 +235,8 @@ class AgentConfig(sft.WarmupConfig):
             raise ValueError(f"--max_turn_tokens is a number of tokens (0: no cap), got {self.max_turn_tokens}")
         if self.post_episode_penalty < 0:
             raise ValueError(f"--post_episode_penalty is subtracted per call: give 0 or more, got {self.post_episode_penalty}")
+        if self.no_answer_penalty < 0:
+            raise ValueError(f"--no_answer_penalty is subtracted: give 0 or more, got {self.no_answer_penalty}")
         if self.max_gold_rows < 1 or (self.max_questions is not None and self.max_questions < 1):
             raise ValueError(f"--max_gold_rows and --max_questions must be at least 1, got {self.max_gold_rows} and "
                              f"{self.max_questions}")
@@ -443,7 +457,8 @@ def build_trainer(
         train_dataset=dataset,
         processing_class=tokenizer,
         environment_factory=functools.partial(
-            SQLEnv, step_budget=agent.step_budget, post_episode_penalty=agent.post_episode_penalty),
+            SQLEnv, step_budget=agent.step_budget, post_episode_penalty=agent.post_episode_penalty,
+            no_answer_penalty=agent.no_answer_penalty),
         callbacks=callbacks,
     )
     generation.wrap_trainer(trainer, tokenizer, agent, timer=rollout_logger.time_generation)

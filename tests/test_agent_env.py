@@ -96,6 +96,23 @@ def test_wrong_or_missing_answer_scores_no_correctness(env: SQLEnv) -> None:
     assert env.episode.reward_parts()["correctness"] == 0.0
 
 
+def test_no_answer_costs_nothing_by_default_and_the_penalty_when_set(shop: Path) -> None:
+    def episode_reward(env: SQLEnv, answer: str | None) -> float:
+        env.reset(**shop_row(shop, "How many customers are there?", COUNT_SQL))
+        env.query(COUNT_SQL)
+        if answer is not None:
+            env.answer(answer)
+        return env.get_reward()
+
+    plain, strict = SQLEnv(), SQLEnv(no_answer_penalty=0.1)
+    assert episode_reward(plain, None) == pytest.approx(episode_reward(plain, "4"))  # the plan's reward: alike
+    assert episode_reward(strict, None) == pytest.approx(episode_reward(strict, "4") - 0.1)
+    assert strict.episode.reward_parts()["no_answer_penalty"] == 0.0  # the last episode answered (wrong)
+    assert episode_reward(strict, "3") == pytest.approx(episode_reward(plain, "3"))  # a right answer: unchanged
+    with pytest.raises(ValueError, match="no_answer_penalty is subtracted: give 0 or more, got -0.1"):
+        SQLEnv(no_answer_penalty=-0.1)
+
+
 @pytest.mark.parametrize("tool, argument", [("describe", "customer"), ("sample", "customer"), ("query", COUNT_SQL), ("answer", "3")])
 def test_every_tool_after_the_episode_raises_and_costs_the_penalty(env: SQLEnv, tool: str, argument: str) -> None:
     env.answer("3")
@@ -183,7 +200,7 @@ def test_episode_record_serialises_its_steps_and_reward_parts(env: SQLEnv) -> No
     record = env.episode.to_dict()
     assert [step["tool"] for step in record["steps"]] == ["describe", "answer", "query"]
     assert record["steps"][-1]["after_episode"] is True
-    assert set(record["reward_parts"]) == {"correctness", "shaping", "post_episode_penalty"}
+    assert set(record["reward_parts"]) == {"correctness", "shaping", "post_episode_penalty", "no_answer_penalty"}
     assert record["reward"] == pytest.approx(env.get_reward())
 
 

@@ -792,6 +792,7 @@ def test_yaml_values_are_the_users_choices(tmp_path: Path, capsys: pytest.Captur
         (["--num_generations", "1", "--gradient_accumulation_steps", "1"], "--num_generations must be at least 2"),
         (["--max_completion_length", "0"], "--max_completion_length must be at least 1"),
         (["--post_episode_penalty", "-0.1"], "--post_episode_penalty is subtracted per call"),
+        (["--no_answer_penalty", "-0.1"], "--no_answer_penalty is subtracted: give 0 or more"),
         (["--data_dir", "/nowhere/spider"], "no data folder at /nowhere/spider"),
         (["--data-dir", "/nowhere/spider"], "no data folder at /nowhere/spider"),
     ],
