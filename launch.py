@@ -42,6 +42,11 @@ def check_launch(agent: Any, grpo: Any) -> None:
         raise ValueError(f"--phase sft is a one-process loop, but this launch has {grpo.world_size} processes "
                          "(each would write the same adapter): run `python train.py --phase sft` without "
                          "accelerate launch or torchrun")
+    if agent.oversample_groups and grpo.world_size > 1:
+        # TRL scores every rank's rows together and a group's rows may sit on several ranks: a rank cannot drop
+        # or keep a group alone (dynamic_sampling.py).
+        raise ValueError(f"--oversample_groups runs in one process, but this launch has {grpo.world_size}: leave "
+                         "it at 0 under accelerate launch or torchrun, or train in one process")
 
 
 def multi_process_oom_advice(grpo: Any, agent: Any, out_dir: Path) -> str:

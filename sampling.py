@@ -7,7 +7,8 @@ each question's last visits and defers a question whose last ``window`` groups a
 slot goes to the next question in the pass. A deferred question comes back after ``max_deferrals`` deferrals (the
 model may have changed), and a question never seen is always served. The stream has the same length as TRL's own
 sampler's, so a run sees the same number of episodes; informative questions are simply visited more often than
-ones the model has settled.
+ones the model has settled. DAPO's way itself, generating extra groups and training on the ones with reward spread,
+is ``dynamic_sampling.py`` (--oversample_groups), which asks this sampler which extra questions to prefer.
 
 It yields indices exactly as TRL's ``RepeatSampler`` does (a chunk of ``groups_per_batch`` questions, each index
 ``num_generations`` times in a row, the chunk ``repeat_count`` times), and decides each chunk when the data loader
@@ -139,14 +140,18 @@ def question_key(db_id: str, question: str) -> str:
     return f"{db_id}\t{question}"
 
 
+def dataset_question_keys(dataset: Any) -> list[str]:
+    """The ``question_key`` of every row of a ``datasets.Dataset``, in row order (read from its columns, untransformed)."""
+    return [question_key(db_id, question) for db_id, question in
+            zip(dataset.data.column("db_id").to_pylist(), dataset.data.column("question").to_pylist(), strict=True)]
+
+
 def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None,
                      resumed_checkpoint: Path | None = None) -> InformativeSampler:
     """A phase's question sampler (used under --sampling informative; it records every group either way), for the
     rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the checkpoint a resumed run
     continues (which holds its start adapter's history too) or else of the phase its start adapter came from."""
-    keys = [question_key(db_id, question) for db_id, question in
-            zip(dataset.data.column("db_id").to_pylist(), dataset.data.column("question").to_pylist(), strict=True)]
-    sampler = InformativeSampler(keys, grpo.num_generations, grpo.generation_batch_size // grpo.num_generations,
+    sampler = InformativeSampler(dataset_question_keys(dataset), grpo.num_generations, grpo.generation_batch_size // grpo.num_generations,
                                  grpo.num_iterations * grpo.steps_per_generation, grpo.seed)
     for folder in (resumed_checkpoint, start_adapter):
         if folder is not None and sampler.load(folder):

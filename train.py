@@ -69,6 +69,7 @@ from agent_env import (  # noqa: E402
     max_tool_calls,
 )
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
+from dynamic_sampling import GroupOversampler
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
@@ -205,6 +206,17 @@ class AgentConfig(sft.WarmupConfig):
                           "(sampling.py: a question whose last group scored alike, all right or all wrong, waits while "
                           "others take its slot; the same number of episodes)."},
     )
+    oversample_groups: int = field(
+        default=0,
+        metadata={"help": "DAPO's dynamic sampling (dynamic_sampling.py): each generation round (--steps_per_generation "
+                          "micro-batches; the default step is 4 rounds of 4 groups) generates this many extra prompt "
+                          "groups, of questions drawn from the training data, and trains on as many groups as the "
+                          "round holds: those with reward spread first, groups without only to fill. Costs the extra "
+                          "rows' generation time and KV-cache memory (they generate with the round's); the step trains "
+                          "on the same number of episodes. frac_reward_zero_std, episode/* and rollout/episodes_per_s "
+                          "count every generated group; oversample/* what was trained on. 0: off (not yet measured on "
+                          "a GPU). One process only."},
+    )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
     )
@@ -242,6 +254,9 @@ class AgentConfig(sft.WarmupConfig):
                              f"{self.max_questions}")
         if self.sampling not in ("plain", "informative"):
             raise ValueError(f"--sampling must be 'plain' or 'informative', got {self.sampling!r}")
+        if self.oversample_groups < 0:
+            raise ValueError(f"--oversample_groups is a number of extra prompt groups a generation round (0: off), "
+                             f"got {self.oversample_groups}")
         if self.lora_rank < 1:
             raise ValueError(f"--lora_rank must be at least 1, got {self.lora_rank}")
         if self.fast_inference:
@@ -462,9 +477,13 @@ def build_trainer(
         callbacks=callbacks,
     )
     generation.wrap_trainer(trainer, tokenizer, agent, timer=rollout_logger.time_generation)
-    if agent.sampling == "informative" and rollout_logger.sampler is not None:
+    informative = agent.sampling == "informative" and rollout_logger.sampler is not None
+    if informative:
         sampler = rollout_logger.sampler
         trainer._get_train_sampler = lambda *args, **kwargs: sampler  # TRL builds its data loader from this
+    if agent.oversample_groups:  # the extra questions, too, skip those the informative sampler would defer
+        would_defer = rollout_logger.sampler.should_defer if informative else None
+        GroupOversampler(agent.oversample_groups, grpo.seed, would_defer).install(trainer)
     return trainer
 
 

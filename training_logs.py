@@ -4,6 +4,9 @@
 function of weight 0 (TRL hands reward functions the environments and a ``log_metric`` hook, so
 it is the one place that sees every finished episode), and it is a ``TrainerCallback`` that
 appends every log line to ``metrics.jsonl`` as it happens, so nothing is lost on a crash.
+Under --oversample_groups (dynamic_sampling.py) it sees every generated episode, those of the groups
+dropped before training included: episode/*, accuracy/*, rollout/episodes_per_s and the run's totals count
+generated episodes, and oversample/* says what was trained on.
 
 It also times the trainer's generation calls (``time_generation``): every logged step says how many
 generation calls its rollouts made (the first turn and each tool-loop turn), how long they took, their
