@@ -270,7 +270,8 @@ CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_epis
               "episode/accuracy_exact_text",
               "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib", "rollout/generation_s",
               "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens",
-              "episode/groups_all_correct", "episode/groups_none_correct")
+              "episode/groups_all_correct", "episode/groups_none_correct", "sampler/deferred",
+              "oversample/generated_groups", "oversample/trained_zero_advantage_share")
 
 
 def step_curves(phase_dir: Path) -> list[dict[str, float]]:

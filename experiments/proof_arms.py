@@ -20,7 +20,7 @@ MAIN_LINE = ("base", "sft", "easy", "mixed")
 # penalty an advantage to act on (a habit every completion has costs the whole group alike and teaches nothing).
 HABIT_SHARE = 0.6
 ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only", "no-penalty-habit", "mixed-informative",
-             "easy-lr1e-4", "mixed-lr1e-4", "mixed-informative-answer")
+             "easy-lr1e-4", "mixed-lr1e-4", "mixed-informative-answer", "mixed-oversample")
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,11 @@ ARMS = {
     "mixed-informative-answer": Arm("mixed-informative-answer", "mixed", "easy", "mixed_steps",
                                     ("--sampling", "informative", "--no_answer_penalty", "0.1"),
                                     ablates="mixed-informative"),
+    # DAPO's dynamic sampling (dynamic_sampling.py): 24 groups generated a step, the 16 with reward spread trained on
+    # first. At the 41-44% of alike groups the mixed phase had, about 13 of 24 have spread: the trained share of
+    # alike groups comes near the 20% target at 1.5x the generated rows.
+    "mixed-oversample": Arm("mixed-oversample", "mixed", "easy", "mixed_steps", ("--oversample_groups", "8"),
+                            ablates="mixed"),
     # Learning rate (issue 29's settings): the epoch scale's 16 groups a step give 28 optimizer steps an easy epoch, a
     # tenth of the warm-up's 1e-3; 1e-4 asks whether the default 2e-5 leaves the LoRA where the warm-up put it.
     "easy-lr1e-4": Arm("easy-lr1e-4", "easy", "sft", "easy_steps", ("--learning_rate", "1e-4"), ablates="easy"),

@@ -225,6 +225,13 @@ def _mean_of(run: dict[str, Any], key: str, steps: slice = slice(None)) -> float
     return statistics.fmean(values) if values else None
 
 
+def trained_zero_share(run: dict[str, Any]) -> float | None:
+    """The mean share of a step's trained groups with no reward spread: what oversampling logs where it ran (it drops
+    such groups after generating them), else the share of the groups generated, which were all trained on."""
+    trained = _mean_of(run, "oversample/trained_zero_advantage_share")
+    return trained if trained is not None else _mean_of(run, "frac_reward_zero_std")
+
+
 def _verdict_lower(before: list[float | None], after: list[float | None], *, target: float) -> str:
     before_mean, _ = _mean_spread(before)
     after_mean, _ = _mean_spread(after)
@@ -461,7 +468,7 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
                      both(lambda run: heldout(run, "overall"), percent=True), change,
                      f"{changes.gained} / {changes.lost} (p={changes.p:.2g})" if changes else "-",
                      both(lambda run: heldout(run, "hard"), percent=True),
-                     both(lambda run: _mean_of(run, "frac_reward_zero_std"), percent=True),
+                     both(trained_zero_share, percent=True),
                      both(lambda run: _mean_of(run, "reward", slice(0, 20)), percent=False),
                      both(lambda run: _mean_of(run, "episode/post_episode_calls"), percent=False)]
             rows.append("| " + " | ".join(cells) + " |")
@@ -598,7 +605,9 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
     lines += ([("Each ablation against the arm it changes one thing of, both from the same warm-up; 'full vs "
                 "ablation' in every cell. Held-out accuracy; gained / lost: questions the ablation got right that "
                 "the full setting got wrong, and the reverse (exact McNemar p); zero-advantage share, reward and "
-                "post-episode calls: means over the training steps (reward over the first 20)."), "",
+                "post-episode calls: means over the training steps (reward over the first 20); the zero-advantage "
+                "share counts the groups trained on (with --oversample_groups, after the alike ones were dropped)."),
+               "",
                ("| ablation | full arm | seed | steps | held-out overall | change (points) | gained / lost | "
                 "held-out hard | zero-advantage share | reward, first 20 steps | post-episode calls |"),
                "|---|---|---|---|---|---|---|---|---|---|---|", *ablations]

@@ -294,3 +294,13 @@ def test_an_ablation_pairs_with_its_full_setting_at_the_same_scale_only() -> Non
     assert proof_report.ablation_pairs({"runs": {"easy/seed21/gpu": runs["easy/seed21/gpu"],
                                                  "easy-lr1e-4/seed21/epoch": runs["easy-lr1e-4/seed21/epoch"]}},
                                        "easy-lr1e-4") == []
+
+
+def test_the_zero_advantage_share_counts_the_groups_trained_on() -> None:
+    plain = {"curves": [{"frac_reward_zero_std": 0.4}, {"frac_reward_zero_std": 0.6}]}
+    oversampled = {"curves": [{"frac_reward_zero_std": 0.4, "oversample/trained_zero_advantage_share": 0.0},
+                              {"frac_reward_zero_std": 0.6, "oversample/trained_zero_advantage_share": 0.25}]}
+    assert proof_report.trained_zero_share(plain) == 0.5  # every generated group was trained on
+    assert proof_report.trained_zero_share(oversampled) == 0.125  # the alike groups dropped after generation
+    oversampled["curves"][1]["oversample/trained_zero_advantage_share"] = 0.0
+    assert proof_report.trained_zero_share(oversampled) == 0.0  # none trained on, whatever was generated
