@@ -52,6 +52,7 @@ import os
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 # train.py and python -m eval are imported where an arm runs (run_arm), not here: the registry and the report import
 # no trainer, so --report-only and --merge start without unsloth or torch.
-from proof_arms import ARMS, MAIN_LINE, Arm, warm_up_of  # noqa: E402
+from proof_arms import ARMS, MAIN_LINE, Arm, start_chain, warm_up_of  # noqa: E402
 from proof_report import HARDNESS, measured, write_report  # noqa: E402
 
 DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
@@ -456,14 +457,28 @@ def main(argv: list[str] | None = None) -> int:
         data = arguments.data_dir
     # (seed, warm-up) pairs whose warm-up made no tool call: the GRPO arms grown from it would learn nothing.
     stopped: set[tuple[int, str]] = set()
+    failed: set[tuple[int, str]] = set()  # (seed, arm) that raised: the arms grown from them cannot run
     for index, name in enumerate(arguments.arms):
         arm = ARMS[name]
         for seed in arguments.seeds:
             if (seed, warm_up_of(arm)) in stopped:
                 continue
+            broken = [earlier for earlier in start_chain(arm) if (seed, earlier) in failed]
+            if broken:
+                print(f"[proof] {name} seed {seed}: not run, it starts from {broken[0]}, which failed", flush=True)
+                failed.add((seed, name))
+                continue
             evaluate = name not in arguments.train_only
-            entry = run_arm(arm, scale, arguments.model, data, arguments.work, seed, evaluate=evaluate,
-                            eval_at_step=arguments.eval_at_step)
+            try:
+                entry = run_arm(arm, scale, arguments.model, data, arguments.work, seed, evaluate=evaluate,
+                                eval_at_step=arguments.eval_at_step)
+            except Exception as error:  # one arm's failure must not cost a GPU session the arms after it
+                traceback.print_exc()
+                print(f"[proof] {name} seed {seed} failed ({type(error).__name__}: {error}); the arms that do not "
+                      "start from it go on", flush=True)
+                failed.add((seed, name))
+                free_accelerator_memory()
+                continue
             record_run(results, f"{name}/seed{seed}/{scale.name}", entry)
             save_results(arguments.results, results)  # after every arm: nothing measured is lost
             write_report(results, arguments.report, figures_dir, arguments.results)
@@ -476,7 +491,20 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[proof] seed {seed}: the warm-up's model made no tool call in any held-out episode; not "
                       f"running {' '.join(grown)} for it (see the [sft] tool-call tags line of its log)", flush=True)
                 stopped.add((seed, name))
-    return 1 if stopped else 0
+    return 1 if stopped or failed else 0
+
+
+def free_accelerator_memory() -> None:
+    """What a failed arm left allocated, released for the next one (its trainer and model are unreachable now)."""
+    import gc
+
+    gc.collect()
+    try:
+        import torch
+    except ImportError:
+        return
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -74,6 +74,15 @@ ARMS = {
 }
 
 
+def start_chain(arm: Arm) -> list[str]:
+    """The arms whose adapters this arm grows from, nearest first (empty for the base model and a warm-up)."""
+    chain = []
+    while arm.start_from is not None:
+        chain.append(arm.start_from)
+        arm = ARMS[arm.start_from]
+    return chain
+
+
 def warm_up_of(arm: Arm) -> str | None:
     """The warm-up arm (``--phase sft``) that the arm's chain of start adapters leads back to, the arm itself if it
     is one; None for the base model and GRPO from it."""

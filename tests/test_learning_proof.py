@@ -130,6 +130,33 @@ def test_grpo_arms_are_not_run_after_a_warm_up_whose_model_never_calls_a_tool(
     assert learning_proof.main([*common, "--arms", *arms]) == 1 and ran == ["sft", "sft-habit", "easy", "no-sft"]
 
 
+def test_an_arm_that_fails_costs_only_the_arms_grown_from_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    ran: list[str] = []
+    failing = {"mixed-oversample"}
+
+    def fake_arm(arm, scale, model, data, work, seed, evaluate=True, eval_at_step=None):  # noqa: ANN001, ANN202
+        ran.append(arm.name)
+        if arm.name in failing:
+            raise RuntimeError(f"{arm.name} broke")
+        return {"arm": arm.name, "seed": seed, "scale": scale.name, "commands": [], "seconds": 1.0,
+                "evals": {"heldout": {"accuracy": {"overall": 0.5}, "mean_steps": 2.5}}}
+
+    monkeypatch.setattr(learning_proof, "run_arm", fake_arm)
+    monkeypatch.setattr(learning_proof, "write_report", lambda *args: None)
+    common = ["--model", str(tmp_path), "--data-dir", str(BUILTIN_DATA_DIR), "--work", str(tmp_path / "work"),
+              "--results", str(tmp_path / "results.json"), "--report", str(tmp_path / "report.md")]
+    assert learning_proof.main([*common, "--arms", "sft", "easy", "mixed-oversample", "mixed-informative"]) == 1
+    assert ran == ["sft", "easy", "mixed-oversample", "mixed-informative"]  # the sibling arm still ran
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert sorted(saved["runs"]) == ["easy/seed0/gpu", "mixed-informative/seed0/gpu", "sft/seed0/gpu"]
+    assert "[proof] mixed-oversample seed 0 failed (RuntimeError: mixed-oversample broke)" in capsys.readouterr().out
+    failing, ran[:] = {"easy"}, []
+    assert learning_proof.main([*common, "--arms", "easy", "mixed", "ng4"]) == 1
+    assert ran == ["easy", "ng4"]  # mixed grows from the easy adapter that failed
+    assert "[proof] mixed seed 0: not run, it starts from easy, which failed" in capsys.readouterr().out
+
+
 def test_seeds_run_arm_by_arm_and_a_seed_whose_warm_up_calls_no_tool_gets_no_grpo_arm(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[tuple[str, int]] = []
