@@ -170,7 +170,8 @@ class GroupOversampler:
             taken = {question_key(row["db_id"], row["question"]) for row in inputs}
             # dataset[i] applies the dataset's transform (the few-shot prompt of the moment), as the loader's reads do
             questions = [dataset[index] for index in extra.draw(self.extra_groups, taken)]
-            extra_rows = [dict(row) for row in questions for _ in range(group_size)]  # a group: num_generations in a row
+            # a group: the question num_generations times in a row
+            extra_rows = [dict(row) for row in questions for _ in range(group_size)]
             output = score([*inputs, *extra_rows])
             selection = select_groups(output["advantages"], group_size, len(inputs) // group_size)
             metrics = trainer._metrics["train"]

@@ -141,7 +141,8 @@ def question_key(db_id: str, question: str) -> str:
 
 
 def dataset_question_keys(dataset: Any) -> list[str]:
-    """The ``question_key`` of every row of a ``datasets.Dataset``, in row order (read from its columns, untransformed)."""
+    """The ``question_key`` of every row of a ``datasets.Dataset``, in row order (read from its columns,
+    untransformed)."""
     return [question_key(db_id, question) for db_id, question in
             zip(dataset.data.column("db_id").to_pylist(), dataset.data.column("question").to_pylist(), strict=True)]
 
@@ -151,7 +152,8 @@ def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None,
     """A phase's question sampler (used under --sampling informative; it records every group either way), for the
     rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the checkpoint a resumed run
     continues (which holds its start adapter's history too) or else of the phase its start adapter came from."""
-    sampler = InformativeSampler(dataset_question_keys(dataset), grpo.num_generations, grpo.generation_batch_size // grpo.num_generations,
+    sampler = InformativeSampler(dataset_question_keys(dataset), grpo.num_generations,
+                                 grpo.generation_batch_size // grpo.num_generations,
                                  grpo.num_iterations * grpo.steps_per_generation, grpo.seed)
     for folder in (resumed_checkpoint, start_adapter):
         if folder is not None and sampler.load(folder):

@@ -208,14 +208,14 @@ class AgentConfig(sft.WarmupConfig):
     )
     oversample_groups: int = field(
         default=0,
-        metadata={"help": "DAPO's dynamic sampling (dynamic_sampling.py): each generation round (--steps_per_generation "
-                          "micro-batches; the default step is 4 rounds of 4 groups) generates this many extra prompt "
-                          "groups, of questions drawn from the training data, and trains on as many groups as the "
-                          "round holds: those with reward spread first, groups without only to fill. Costs the extra "
-                          "rows' generation time and KV-cache memory (they generate with the round's); the step trains "
-                          "on the same number of episodes. frac_reward_zero_std, episode/* and rollout/episodes_per_s "
-                          "count every generated group; oversample/* what was trained on. 0: off (not yet measured on "
-                          "a GPU). One process only."},
+        metadata={"help": "DAPO's dynamic sampling (dynamic_sampling.py): each generation round "
+                          "(--steps_per_generation micro-batches; the default step is 4 rounds of 4 groups) generates "
+                          "this many extra prompt groups, of questions drawn from the training data, and trains on as "
+                          "many groups as the round holds: those with reward spread first, groups without only to "
+                          "fill. Costs the extra rows' generation time and KV-cache memory (they generate with the "
+                          "round's); the step trains on the same number of episodes. frac_reward_zero_std, episode/* "
+                          "and rollout/episodes_per_s count every generated group; oversample/* what was trained on. "
+                          "0: off (not yet measured on a GPU). One process only."},
     )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}

@@ -310,7 +310,8 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     warm_ups = {name: proof_arms.warm_up_of(arm) for name, arm in proof_arms.ARMS.items()}
     assert warm_ups == {"base": None, "sft": "sft", "easy": "sft", "mixed": "sft", "ng4": "sft", "no-penalty": "sft",
                         "no-fewshot": "sft", "no-sft": None, "mixed-only": "sft", "mixed-informative": "sft",
-                        "easy-lr1e-4": "sft", "mixed-lr1e-4": "sft", "mixed-informative-answer": "sft", "mixed-oversample": "sft",
+                        "easy-lr1e-4": "sft", "mixed-lr1e-4": "sft", "mixed-informative-answer": "sft",
+                        "mixed-oversample": "sft",
                         "sft-habit": "sft-habit", "easy-habit": "sft-habit", "no-penalty-habit": "sft-habit"}
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(proof_arms.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
