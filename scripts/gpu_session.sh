@@ -87,6 +87,10 @@ case "$stage" in
     cp .m/part.* /tmp/m/
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
     python3 -c "import torch, trl, transformers; print(torch.__version__, trl.__version__, transformers.__version__)"
+    # The host, for comparing sessions: the same steps ran 1.6-1.7x slower on one H200 than on another (2026-12-03d),
+    # in generation (launch-bound, so the CPU counts) and training alike.
+    { nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,power.limit,pstate --format=csv
+      lscpu | grep -E "^Model name|^CPU\(s\)|MHz" ; } 2>&1 | tee "$out/machine.txt" || true
     ;;
   chunk)
     cp ".m/part.$1" /tmp/m/ && ls /tmp/m | tr '\n' ' '
