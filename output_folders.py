@@ -103,12 +103,13 @@ class CheckpointCompanions(TrainerCallback):
 
     def __init__(self, tool_token_rows: dict[str, Any], sampler: Any) -> None:
         self.tool_token_rows = tool_token_rows
-        self.sampler = sampler  # sampling.InformativeSampler
+        self.sampler = sampler  # sampling.InformativeSampler, or None
 
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                 **kwargs: Any) -> TrainerControl:
         folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         if state.is_world_process_zero and folder.is_dir():
             models.save_tool_token_rows(folder, self.tool_token_rows)
-            self.sampler.save(folder)
+            if self.sampler is not None:
+                self.sampler.save(folder)
         return control
