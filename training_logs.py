@@ -41,9 +41,11 @@ from sampling import InformativeSampler, question_key
 PLOTTED_METRICS = {
     "reward": "reward (mean)",
     "reward_std": "reward spread (std)",
-    "frac_reward_zero_std": "groups with zero advantage",
+    "frac_reward_zero_std": "groups with zero advantage (generated)",
+    "oversample/trained_zero_advantage_share": "groups with zero advantage (trained on)",  # --oversample_groups only
     "episode/post_episode_calls": "calls after the episode, per episode",
     "episode/accuracy": "training accuracy",
+    "episode/answered": "episodes that answered",
     "episode/tool_calls": "tool calls per episode",
 }
 
