@@ -7,6 +7,9 @@
 #   chunk15 NN     carry .m15/part.NN: one piece of the Qwen2.5-Coder-1.5B GGUF into /tmp/m15 (19 pieces of 58 MB;
 #                  here: python models.py fetch qwen2.5-coder-1.5b-instruct --out DIR keeps its GGUF; split -b 58M -d)
 #   convert15      join and convert the 1.5B into /tmp/q15 (on the machine's 16 cores)
+#   vchunk NN      carry .vllm/part.NN .vllm/parts.sha256: one piece of the vLLM 0.26.0 wheels into /tmp/v
+#                  (here: bash scripts/fetch_vllm_wheels.sh writes them; about 16 pieces of 58 MB)
+#   vinstall       once every piece is there and matches: unpack, pip install vLLM offline, import it (issue 32)
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn;
 #                  PROMPTS=4: the learning proof's 24-episode steps; TVARIANTS: plain TRL's variants;
 #                  BENCH_OUT=NAME: NAME.json and NAME.log, so two benches in one session keep both)
@@ -42,6 +45,7 @@ set -euo pipefail
 stage=$1; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/m /tmp/lp
 keep_dir=${KEEP_DIR:-/tmp/keep}  # adapters in pieces, on their way out (keep) or in (restore)
+vdir=${VLLM_DIR:-/tmp/v}  # the vLLM wheels' pieces, carried in (vchunk), then unpacked and installed (vinstall)
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 convert() {  # the 0.5B from its GGUF pieces, once per machine
   if [ ! -f /tmp/qc/source.json ]; then
@@ -97,6 +101,22 @@ case "$stage" in
     ;;
   chunk15)
     mkdir -p /tmp/m15 && cp ".m15/part.$1" /tmp/m15/ && ls /tmp/m15 | tr '\n' ' '
+    ;;
+  vchunk)
+    mkdir -p "$vdir" && cp ".vllm/part.$1" .vllm/parts.sha256 "$vdir/" && ls "$vdir" | tr '\n' ' '
+    ;;
+  vinstall)
+    [ -f "$vdir/parts.sha256" ] || { echo "vinstall: no piece carried yet (vchunk NN)" >&2; exit 2; }
+    missing=$(cd "$vdir" && while read -r _ piece; do [ -f "$piece" ] || echo -n "$piece "; done < parts.sha256)
+    if [ -n "$missing" ]; then echo "vinstall: waiting for $missing"; exit 0; fi
+    (cd "$vdir" && sha256sum --check --quiet parts.sha256) || { echo "vinstall: a piece is damaged" >&2; exit 1; }
+    cat "$vdir"/part.* | tar xf - -C "$vdir"
+    started=$SECONDS
+    # Offline, from the carried wheels and what the image has; vllm 0.26.0 pins the image's torch 2.11.0.
+    ${PIP:-python3 -m pip} install --no-index --find-links "$vdir/wheels" -r "$vdir/requirements.txt" \
+      > "$out/vinstall.log" 2>&1 || { tail -20 "$out/vinstall.log"; echo "vinstall: pip install failed" >&2; exit 1; }
+    echo "installed in $((SECONDS - started)) s"
+    ${PYTHON:-python3} -c "import torch, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
     ;;
   convert15)
     if [ ! -f /tmp/q15/source.json ]; then

@@ -1,5 +1,6 @@
-"""scripts/gpu_session.sh's keep and restore: an adapter leaves the GPU machine in checksummed pieces over as many
-device calls as it needs, and a later session's machine unpacks the very same files (or refuses damaged ones)."""
+"""scripts/gpu_session.sh's pieces: an adapter leaves the GPU machine in checksummed pieces over as many
+device calls as it needs, and a later session's machine unpacks the very same files (or refuses damaged ones); the
+vLLM wheels come in the same way and install only once every piece is there and matches."""
 
 from __future__ import annotations
 
@@ -91,3 +92,37 @@ def test_a_damaged_piece_is_refused_and_nothing_is_unpacked(adapter: Path, tmp_p
 def test_keep_refuses_a_folder_that_is_no_adapter(tmp_path: Path) -> None:
     done = stage("keep", str(tmp_path), "nothing", cwd=tmp_path, out=tmp_path / "o", keep_dir=tmp_path / "k")
     assert done.returncode == 2 and "no adapter_config.json" in done.stderr
+
+
+def test_vllm_wheels_arrive_in_pieces_and_install_only_once_all_match(tmp_path: Path) -> None:
+    # A checkout with the pieces fetch_vllm_wheels.sh writes: a tar of wheels/ and requirements.txt, cut in two.
+    checkout, bundle = tmp_path / "checkout", tmp_path / "bundle"
+    (bundle / "wheels").mkdir(parents=True)
+    (bundle / "wheels" / "vllm-0.26.0-py3-none-any.whl").write_bytes(os.urandom(3000))
+    (bundle / "requirements.txt").write_text("vllm==0.26.0\n", encoding="utf-8")
+    pieces = checkout / ".vllm"
+    pieces.mkdir(parents=True)
+    subprocess.run(f"tar cf - -C {bundle} wheels requirements.txt | split -b 6K -d - {pieces}/part.", shell=True,
+                   check=True)
+    subprocess.run("sha256sum part.* > parts.sha256", shell=True, cwd=pieces, check=True)
+    assert sorted(path.name for path in pieces.glob("part.*")) == ["part.00", "part.01"]
+    vdir = tmp_path / "gpu-v"
+    env = os.environ | {"OUT": str(tmp_path / "out"), "VLLM_DIR": str(vdir),
+                        "PIP": "echo pip", "PYTHON": "echo python"}  # the install itself needs the GPU image
+
+    def stage(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(SCRIPT), *args], cwd=checkout, env=env, capture_output=True, text=True,
+                              check=False)
+
+    assert stage("vinstall").returncode == 2  # nothing carried yet
+    assert stage("vchunk", "00").returncode == 0
+    waiting = stage("vinstall")
+    assert waiting.returncode == 0 and "vinstall: waiting for part.01" in waiting.stdout
+    assert stage("vchunk", "01").returncode == 0
+    done = stage("vinstall")
+    assert done.returncode == 0, done.stderr
+    assert "installed in" in done.stdout and (vdir / "wheels" / "vllm-0.26.0-py3-none-any.whl").is_file()
+    assert f"--find-links {vdir}/wheels -r {vdir}/requirements.txt" in (tmp_path / "out" / "vinstall.log").read_text()
+    (vdir / "part.01").write_bytes(b"damaged")
+    damaged = stage("vinstall")
+    assert damaged.returncode == 1 and "a piece is damaged" in damaged.stderr
