@@ -96,20 +96,27 @@ def move_earlier_run_aside(directory: Path) -> Path | None:
     return target
 
 
+def save_companions(folder: Path, tool_token_rows: dict[str, Any], sampler: Any) -> None:
+    """The files a phase keeps beside a LoRA it saves (its adapter folder, each checkpoint): the tool-tag rows its
+    start adapter carried into the base weights (without them the folder's tool calls would be decoded by the base
+    model's untrained tag rows) and the question history of ``sampler`` (sampling.InformativeSampler, or None),
+    which the next phase's sampler, or a resumed run's, reads."""
+    models.save_tool_token_rows(folder, tool_token_rows)
+    if sampler is not None:
+        sampler.save(folder)
+
+
 class CheckpointCompanions(TrainerCallback):
-    """Writes into every ``checkpoint-N`` the files beside the LoRA that the phase's adapter folder gets: the tool-tag
-    rows its start adapter carried into the base weights (without them a checkpoint's tool calls would be decoded
-    by the base model's untrained tag rows) and the question history the sampler kept up to that step."""
+    """Gives every ``checkpoint-N`` the companions its phase's adapter folder gets (``save_companions``), as of that
+    step, so that a checkpoint loads like the adapter."""
 
     def __init__(self, tool_token_rows: dict[str, Any], sampler: Any) -> None:
         self.tool_token_rows = tool_token_rows
-        self.sampler = sampler  # sampling.InformativeSampler, or None
+        self.sampler = sampler
 
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                 **kwargs: Any) -> TrainerControl:
         folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         if state.is_world_process_zero and folder.is_dir():
-            models.save_tool_token_rows(folder, self.tool_token_rows)
-            if self.sampler is not None:
-                self.sampler.save(folder)
+            save_companions(folder, self.tool_token_rows, self.sampler)
         return control

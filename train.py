@@ -79,6 +79,7 @@ from output_folders import (  # noqa: E402
     check_outputs,
     last_checkpoint,
     phase_dir,
+    save_companions,
     start_afresh,
 )
 from sampling import question_sampler  # noqa: E402
@@ -274,9 +275,10 @@ class AgentConfig(sft.WarmupConfig):
 
 # Rows generated together grow the KV cache; a step of more prompt groups than this generates them in rounds
 # (TRL's steps_per_generation), unless --generation_batch_size or --steps_per_generation is given. The
-# 1.7B-shaped step generating 2 groups (12 rows) of 1024 tokens peaked at 8.2 GiB on the H200 (2026-12-03c); 4
-# groups double the KV cache of that step (about +2.4 GiB by its size), not yet measured. A GPU with room
-# generates a whole step at once with --steps_per_generation equal to --gradient_accumulation_steps.
+# 1.7B-shaped step (random weights, 1024-token completions) peaked at 8.2 GiB on the H200 generating 2 groups,
+# 12.3 GiB generating 4, and 16.1 GiB for 8 groups generated 4 at a time (docs/gpu.md, 2026-12-03c/d); the default
+# step of 16 groups in four such rounds is not yet measured. A GPU with room generates a whole step at once with
+# --steps_per_generation equal to --gradient_accumulation_steps.
 MAX_GENERATION_GROUPS = 4
 
 
@@ -534,9 +536,10 @@ class PhasePlan:
     out_dir: Path
     description: str  # for the log: the phase, its data and what it starts from
 
+    @functools.cached_property
     def start_tool_token_rows(self) -> dict[str, torch.Tensor]:
-        """The tool-tag rows the start adapter carries into the base weights; every folder this phase saves keeps
-        them beside its LoRA."""
+        """The tool-tag rows the start adapter carries into the base weights (read once); every folder this phase
+        saves keeps them beside its LoRA."""
         return models.tool_token_rows(self.start_adapter) if self.start_adapter else {}
 
 
@@ -610,9 +613,7 @@ def save_phase(trainer: GRPOTrainer, tokenizer: Any, agent: AgentConfig, plan: P
         trainer.model.save_pretrained(adapter_dir)
         write_model_card()
         tokenizer.save_pretrained(adapter_dir)
-        # The rows the start adapter carried into the base weights: saved beside this LoRA for eval and later phases.
-        models.save_tool_token_rows(adapter_dir, plan.start_tool_token_rows())
-        rollout_logger.sampler.save(adapter_dir)  # what each question's groups scored: the next phase's sampler reads it
+        save_companions(adapter_dir, plan.start_tool_token_rows, rollout_logger.sampler)
         curves = report_run(plan.out_dir, trainer.state.log_history, rollout_logger.totals)
         print(f"[train] saved adapter to {adapter_dir}; curves in {curves}", flush=True)
         if agent.hub_repo:
@@ -672,7 +673,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
 
     def make_trainer() -> GRPOTrainer:
         trainer = build_trainer(agent, grpo, model, tokenizer, plan.dataset, plan.fewshot, plan.epochs_before_phase,
-                                rollout_logger, plan.start_tool_token_rows())
+                                rollout_logger, plan.start_tool_token_rows)
         trainer.create_model_card = write_model_card  # TRL writes the card at every checkpoint
         if trainer.is_world_process_zero():
             write_run_config(plan.out_dir, agent, grpo, phase=dataclasses.asdict(plan.phase),

@@ -349,25 +349,20 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
     if not evaluate:
         entry["seconds"] = entry["train_seconds"]
         return entry
-    policy = None  # the checkpoint loads once for both evals (the same settings but the split)
-    for name, split, hardness, limit in (("heldout", "dev", None, scale.eval_heldout_limit),
-                                         ("train_easy", "train", ["easy"], scale.eval_train_easy_limit)):
-        out = work / f"{arm.name}-seed{seed}" / f"eval-{name}"
-        argv = eval_argv(checkpoint, data, split, out, scale, hardness=hardness, limit=limit)
-        entry["commands"].append("python -m eval " + " ".join(argv))
-        print(f"[proof] python -m eval {' '.join(argv)}", flush=True)
-        policy = run_eval(argv, policy=policy)
-        entry["evals"][name] = summarize(json.loads((out / "report.json").read_text(encoding="utf-8")))
+    evals = [("heldout", checkpoint, "dev", None, scale.eval_heldout_limit),
+             ("train_easy", checkpoint, "train", ["easy"], scale.eval_train_easy_limit)]
     if inside:
         step_checkpoint = checkpoint.parent / f"checkpoint-{inside}"
         if not (step_checkpoint / "adapter_config.json").is_file():
             raise FileNotFoundError(f"--eval-at-step {inside}: training saved no {step_checkpoint}")
-        name = f"heldout_step{inside}"
+        evals.append((f"heldout_step{inside}", step_checkpoint, "dev", None, scale.eval_heldout_limit))
+    policy, loaded = None, None  # a checkpoint loads once for its evals (the same settings but the split)
+    for name, folder, split, hardness, limit in evals:
         out = work / f"{arm.name}-seed{seed}" / f"eval-{name}"
-        argv = eval_argv(step_checkpoint, data, "dev", out, scale, hardness=None, limit=scale.eval_heldout_limit)
+        argv = eval_argv(folder, data, split, out, scale, hardness=hardness, limit=limit)
         entry["commands"].append("python -m eval " + " ".join(argv))
         print(f"[proof] python -m eval {' '.join(argv)}", flush=True)
-        run_eval(argv)
+        policy, loaded = run_eval(argv, policy=policy if folder == loaded else None), folder
         entry["evals"][name] = summarize(json.loads((out / "report.json").read_text(encoding="utf-8")))
     entry["seconds"] = round(time.perf_counter() - started, 1)
     return entry

@@ -86,8 +86,4 @@ def start_chain(arm: Arm) -> list[str]:
 def warm_up_of(arm: Arm) -> str | None:
     """The warm-up arm (``--phase sft``) that the arm's chain of start adapters leads back to, the arm itself if it
     is one; None for the base model and GRPO from it."""
-    while arm.phase != "sft":
-        if arm.start_from is None:
-            return None
-        arm = ARMS[arm.start_from]
-    return arm.name
+    return next((name for name in (arm.name, *start_chain(arm)) if ARMS[name].phase == "sft"), None)
