@@ -77,6 +77,13 @@ until_ended() {  # the shell loops that wait while background runs NAMES ("a b")
   for name in $1; do loops+=("while kill -0 \$(cat /tmp/lp/$name.pid) 2>/dev/null; do sleep 5; done"); done
   local IFS=";"; echo "${loops[*]}"
 }
+check_pieces() {  # check_pieces DIR SUMS LABEL: every piece SUMS (in DIR) names is there and matches; else say
+  # which are missing (exit 0: later calls carry them) or that one is damaged (exit 1)
+  local missing
+  missing=$(cd "$1" && while read -r _ piece; do [ -f "$piece" ] || echo -n "$piece "; done < "$2")
+  if [ -n "$missing" ]; then echo "$3: waiting for $missing"; exit 0; fi
+  (cd "$1" && sha256sum --check --quiet "$2") || { echo "$3: a piece is damaged" >&2; exit 1; }
+}
 queue_behind() {  # queue_behind NAME AS SCRIPT: once run NAME ends, SCRIPT in the background as run AS
   mkdir -p /tmp/lp/extras
   setsid nohup bash -c "
@@ -107,9 +114,7 @@ case "$stage" in
     ;;
   vinstall)
     [ -f "$vdir/parts.sha256" ] || { echo "vinstall: no piece carried yet (vchunk NN)" >&2; exit 2; }
-    missing=$(cd "$vdir" && while read -r _ piece; do [ -f "$piece" ] || echo -n "$piece "; done < parts.sha256)
-    if [ -n "$missing" ]; then echo "vinstall: waiting for $missing"; exit 0; fi
-    (cd "$vdir" && sha256sum --check --quiet parts.sha256) || { echo "vinstall: a piece is damaged" >&2; exit 1; }
+    check_pieces "$vdir" parts.sha256 vinstall
     cat "$vdir"/part.* | tar xf - -C "$vdir"
     started=$SECONDS
     # Offline, from the carried wheels and what the image has; vllm 0.26.0 pins the image's torch 2.11.0.
@@ -250,9 +255,7 @@ case "$stage" in
     mkdir -p "$pieces_dir"
     cp ".adapters/$name/"* "$pieces_dir/" 2>/dev/null || true
     [ -f "$pieces_dir/$name.sha256" ] || { echo "restore $name: no $name.sha256 carried yet" >&2; exit 2; }
-    missing=$(cd "$pieces_dir" && while read -r _ piece; do [ -f "$piece" ] || echo -n "$piece "; done < "$name.sha256")
-    if [ -n "$missing" ]; then echo "restore $name: waiting for $missing"; exit 0; fi
-    (cd "$pieces_dir" && sha256sum --check --quiet "$name.sha256") || { echo "restore $name: a piece is damaged" >&2; exit 1; }
+    check_pieces "$pieces_dir" "$name.sha256" "restore $name"
     mkdir -p "$dest" && cat "$pieces_dir/$name".tgz.* | tar xzf - -C "$dest" && echo "restored $name into $dest"
     ;;
   *) echo "unknown stage $stage" >&2; exit 2 ;;
