@@ -216,7 +216,9 @@ class AgentConfig(sft.WarmupConfig):
                           "fill. Costs the extra rows' generation time and KV-cache memory (they generate with the "
                           "round's); the step trains on the same number of episodes. frac_reward_zero_std, episode/* "
                           "and rollout/episodes_per_s count every generated group; oversample/* what was trained on. "
-                          "0: off (not yet measured on a GPU). One process only."},
+                          "0: off. At 8 on an H200 (real 0.5B, docs/gpu.md 2026-12-04): 8% of trained groups "
+                          "without spread against 36% plain, 1.27x the step time; its held-out effect is not yet "
+                          "measured. One process only."},
     )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
@@ -275,9 +277,9 @@ class AgentConfig(sft.WarmupConfig):
 
 # Rows generated together grow the KV cache; a step of more prompt groups than this generates them in rounds
 # (TRL's steps_per_generation), unless --generation_batch_size or --steps_per_generation is given. The
-# 1.7B-shaped step (random weights, 1024-token completions) peaked at 8.2 GiB on the H200 generating 2 groups,
-# 12.3 GiB generating 4, and 16.1 GiB for 8 groups generated 4 at a time (docs/gpu.md, 2026-12-03c/d); the default
-# step of 16 groups in four such rounds is not yet measured. A GPU with room generates a whole step at once with
+# 1.7B-shaped step (random weights, 1024-token completions) peaked at 8.2 GiB on the H200 generating 2 groups and
+# 12.3 GiB generating 4; the default step of 16 groups in four such rounds at 12.4 GiB reserved (docs/gpu.md,
+# 2026-12-03c and 2026-12-04), under an L4's 22.5. A GPU with room generates a whole step at once with
 # --steps_per_generation equal to --gradient_accumulation_steps.
 MAX_GENERATION_GROUPS = 4
 

@@ -88,8 +88,9 @@ def ablation_pairs(results: dict[str, Any], ablation: str) -> list[tuple[int, di
 
 def gains_over_warm_up(results: dict[str, Any], arm: str) -> list[float]:
     """Held-out overall accuracy of ``arm`` minus that of the warm-up it started from (same seed and scale), per
-    seed."""
-    return [overall - warm_up for _, sft, run in pairs_by_seed(results, "sft", arm)
+    seed. ``arm`` is a report line ("mixed-informative@epoch"): the warm-up is the one of its scale."""
+    warm_up_line = "sft" + arm[len(arm.partition("@")[0]):]
+    return [overall - warm_up for _, sft, run in pairs_by_seed(results, warm_up_line, arm)
             if (overall := measured(run, "heldout", "accuracy", "overall")) is not None
             and (warm_up := measured(sft, "heldout", "accuracy", "overall")) is not None]
 
@@ -225,11 +226,16 @@ def _mean_of(run: dict[str, Any], key: str, steps: slice = slice(None)) -> float
     return statistics.fmean(values) if values else None
 
 
-def trained_zero_share(run: dict[str, Any]) -> float | None:
+def trained_zero_share(run: dict[str, Any], steps: slice = slice(None)) -> float | None:
     """The mean share of a step's trained groups with no reward spread: what oversampling logs where it ran (it drops
     such groups after generating them), else the share of the groups generated, which were all trained on."""
-    trained = _mean_of(run, "oversample/trained_zero_advantage_share")
-    return trained if trained is not None else _mean_of(run, "frac_reward_zero_std")
+    trained = _mean_of(run, "oversample/trained_zero_advantage_share", steps)
+    return trained if trained is not None else _mean_of(run, "frac_reward_zero_std", steps)
+
+
+def last_tenth(run: dict[str, Any]) -> slice:
+    """The steps of a phase's last tenth (at least one): where issue 29's zero-advantage target is read."""
+    return slice(-max(1, len(run.get("curves", [])) // 10), None)
 
 
 def _verdict_lower(before: list[float | None], after: list[float | None], *, target: float) -> str:
@@ -278,6 +284,7 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows.append(("easy above 50% before mixed (train-part easy questions, after the easy phase)", _cell(train_easy),
                  "pass" if train_easy and min(train_easy) > 0.5 else ("not run" if not train_easy else "fail")))
     rows += curriculum_target_rows(results)
+    rows += plan_scale_rows(results)
     rows.append(relaxed_matching_row(results))
     few_shot_verdicts = ("higher with examples", "not higher with examples")
     rows.append(paired_check(results, "no-fewshot", ("few-shot: mean reward of the first 20 steps, with vs without "
@@ -420,12 +427,48 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
     return rows
 
 
+PLAN_SCALE = "epoch"
+SEEDS_ASKED = 3  # issue 29: the gain beyond the seed spread, on three seeds
+
+
+def plan_scale_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Issue 29's targets at the plan's scale (--scale epoch), line by line: what each final mixed arm adds over the
+    warm-up of its own seed, and the share of trained groups with no reward spread over each phase's last tenth."""
+    suffix = f"@{PLAN_SCALE}"
+    lines = [line for line in report_lines(results) if line.endswith(suffix) and runs_of(results, line)]
+    finals = [line for line in lines if ARMS[line.removesuffix(suffix)].phase == "mixed"]
+    gains = {line: values for line in finals if (values := gains_over_warm_up(results, line))}
+    if gains:
+        gain_text = "; ".join(f"{line}: {_cell(values).replace('%', ' points', 1)}" for line, values in gains.items())
+        best_line, best = max(gains.items(), key=lambda item: statistics.fmean(item[1]))
+        if statistics.fmean(best) < 0.05:
+            gain_verdict = "fail"
+        elif len(best) < SEEDS_ASKED:
+            gain_verdict = f"5 points or more on {best_line}, {len(best)} of the {SEEDS_ASKED} seeds asked"
+        else:
+            gain_verdict = f"pass ({best_line})"
+    else:
+        gain_text, gain_verdict = "not run", "not run"
+    rows = [(f"the plan's scale ({PLAN_SCALE}: an easy epoch, then mixed): GRPO adds >= 5 points over its warm-up "
+             "(held-out overall, final arm - sft of the same seed)", gain_text, gain_verdict)]
+    shares = {line: [trained_zero_share(run, last_tenth(run)) for run in runs_of(results, line) if run.get("curves")]
+              for line in lines}
+    shares = {line: values for line, values in shares.items() if values}
+    met = [line for line, values in shares.items() if max(value or 0.0 for value in values) <= 0.20]
+    share_verdict = ("not run" if not shares else "pass" if len(met) == len(shares)
+                     else f"met by {', '.join(met)}" if met else "fail")
+    rows.append((f"the plan's scale ({PLAN_SCALE}): zero-advantage groups trained on <= 20% over the last tenth of "
+                 "each phase",
+                 "; ".join(f"{line}: {_cell(values)}" for line, values in shares.items()) or "not run", share_verdict))
+    return rows
+
+
 # ---------------------------------------------------------------------------------------------- tables
 
 
-# The main line's consecutive arms and the whole line; the same for the line whose mixed phase runs the sampler.
+# The main line's consecutive arms and the whole line; the same for the lines whose mixed phase samples otherwise.
 PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "mixed-informative"),
-               ("sft", "mixed-informative"))
+               ("sft", "mixed-informative"), ("easy", "mixed-oversample"), ("sft", "mixed-oversample"))
 
 
 def paired_rows(results: dict[str, Any]) -> list[str]:

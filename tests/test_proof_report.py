@@ -304,3 +304,27 @@ def test_the_zero_advantage_share_counts_the_groups_trained_on() -> None:
     assert proof_report.trained_zero_share(oversampled) == 0.125  # the alike groups dropped after generation
     oversampled["curves"][1]["oversample/trained_zero_advantage_share"] = 0.0
     assert proof_report.trained_zero_share(oversampled) == 0.0  # none trained on, whatever was generated
+
+
+def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_warm_up() -> None:
+    def run(arm: str, seed: int, overall: float, zero_shares: tuple[float, ...] = (), trained: bool = False) -> dict:
+        key = "oversample/trained_zero_advantage_share" if trained else "frac_reward_zero_std"
+        return {"arm": arm, "seed": seed, "scale": "epoch", "evals": {"heldout": _heldout(overall)},
+                "curves": [{key: share} for share in zero_shares]}
+
+    runs = {"sft/seed1/epoch": run("sft", 1, 0.37), "sft/seed2/epoch": run("sft", 2, 0.36),
+            "easy/seed1/epoch": run("easy", 1, 0.40, (0.1,) * 9 + (0.3,)),
+            "mixed-informative/seed1/epoch": run("mixed-informative", 1, 0.43, (0.4,) * 10),
+            "mixed-informative/seed2/epoch": run("mixed-informative", 2, 0.42, (0.4,) * 10),
+            "mixed-oversample/seed1/epoch": run("mixed-oversample", 1, 0.40, (0.0,) * 9 + (0.2,), trained=True),
+            "mixed/seed1/gpu": {"arm": "mixed", "seed": 1, "evals": {"heldout": _heldout(0.50)}}}
+    gain, share = proof_report.plan_scale_rows({"runs": runs})
+    assert gain[1] == ("mixed-informative@epoch: 6.0 points ± 0.0 (n=2); mixed-oversample@epoch: 3.0 points (n=1)")
+    assert gain[2] == "5 points or more on mixed-informative@epoch, 2 of the 3 seeds asked"  # the gpu line is not here
+    # the last tenth only (one step of ten), and oversampling's own share of the groups it trained on
+    assert share[1] == ("easy@epoch: 30.0% (n=1); mixed-informative@epoch: 40.0% ± 0.0 (n=2); "
+                        "mixed-oversample@epoch: 20.0% (n=1)")
+    assert share[2] == "met by mixed-oversample@epoch"
+    assert proof_report.plan_scale_rows({"runs": {}}) == [
+        (proof_report.plan_scale_rows({"runs": {}})[0][0], "not run", "not run"),
+        (proof_report.plan_scale_rows({"runs": {}})[1][0], "not run", "not run")]
