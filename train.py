@@ -216,8 +216,8 @@ class AgentConfig(sft.WarmupConfig):
                           "fill. Costs the extra rows' generation time and KV-cache memory (they generate with the "
                           "round's); the step trains on the same number of episodes. frac_reward_zero_std, episode/* "
                           "and rollout/episodes_per_s count every generated group; oversample/* what was trained on. "
-                          "0: off. At 8 on an H200 (real 0.5B, docs/gpu.md 2026-12-04): 8% of trained groups "
-                          "without spread against 36% plain, 1.27x the step time; its held-out effect is not yet "
+                          "0: off. At 8 on an H200 (real 0.5B, docs/gpu.md 2026-12-04): 8%% of trained groups "
+                          "without spread against 36%% plain, 1.27x the step time; its held-out effect is not yet "
                           "measured. One process only."},
     )
     rollouts_logged_per_step: int = field(
