@@ -20,7 +20,8 @@ MAIN_LINE = ("base", "sft", "easy", "mixed")
 # penalty an advantage to act on (a habit every completion has costs the whole group alike and teaches nothing).
 HABIT_SHARE = 0.6
 ABLATIONS = ("ng4", "no-penalty", "no-fewshot", "no-sft", "mixed-only", "no-penalty-habit", "mixed-informative",
-             "easy-lr1e-4", "mixed-lr1e-4", "mixed-informative-answer", "mixed-oversample")
+             "easy-lr1e-4", "mixed-lr1e-4", "mixed-informative-answer", "mixed-oversample", "easy-oversample",
+             "mixed-oversample-lr5e-5")
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,15 @@ ARMS = {
     # alike groups comes near the 20% target at 1.5x the generated rows.
     "mixed-oversample": Arm("mixed-oversample", "mixed", "easy", "mixed_steps", ("--oversample_groups", "8"),
                             ablates="mixed"),
+    # The easy epoch without oversampling kept 28% alike groups (31% in its last tenth, seed 25): the same 8 extra
+    # groups a step there.
+    "easy-oversample": Arm("easy-oversample", "easy", "sft", "easy_steps", ("--oversample_groups", "8"),
+                           ablates="easy"),
+    # With oversampling's signal (8% alike groups trained on), a mixed epoch still moved held-out +0.6 over the easy
+    # adapter (seed 25): does a larger step move the LoRA further? (1e-4 hurt the easy phase, seed 21.)
+    "mixed-oversample-lr5e-5": Arm("mixed-oversample-lr5e-5", "mixed", "easy", "mixed_steps",
+                                   ("--oversample_groups", "8", "--learning_rate", "5e-5"),
+                                   ablates="mixed-oversample"),
     # Learning rate (issue 29's settings): the epoch scale's 16 groups a step give 28 optimizer steps an easy epoch, a
     # tenth of the warm-up's 1e-3; 1e-4 asks whether the default 2e-5 leaves the LoRA where the warm-up put it.
     "easy-lr1e-4": Arm("easy-lr1e-4", "easy", "sft", "easy_steps", ("--learning_rate", "1e-4"), ablates="easy"),

@@ -226,10 +226,13 @@ def _mean_of(run: dict[str, Any], key: str, steps: slice = slice(None)) -> float
     return statistics.fmean(values) if values else None
 
 
+TRAINED_ZERO_SHARE = "oversample/trained_zero_advantage_share"  # logged by --oversample_groups only
+
+
 def trained_zero_share(run: dict[str, Any], steps: slice = slice(None)) -> float | None:
     """The mean share of a step's trained groups with no reward spread: what oversampling logs where it ran (it drops
     such groups after generating them), else the share of the groups generated, which were all trained on."""
-    trained = _mean_of(run, "oversample/trained_zero_advantage_share", steps)
+    trained = _mean_of(run, TRAINED_ZERO_SHARE, steps)
     return trained if trained is not None else _mean_of(run, "frac_reward_zero_std", steps)
 
 
@@ -578,6 +581,9 @@ def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
             axis.set_xlabel("GRPO step")
             axis.grid(alpha=0.3)
         row[0].legend(fontsize=7)
+        oversampled = any(curve(run, TRAINED_ZERO_SHARE) for arm_runs in by_arm.values() for run in arm_runs)
+        row[1].set_ylabel("share (dashed: all right, dotted: none"
+                          + (";\ndash-dot: trained on, --oversample_groups)" if oversampled else ")"))
     figure.suptitle("10-step moving averages: thin lines one seed each, thick lines the arm's mean over its seeds")
     figure.tight_layout()
     path = folder / "curves.png"
@@ -600,7 +606,10 @@ def plot_arm(axis: Any, key: str, arm: str, arm_runs: list[dict[str, Any]], colo
         for kind, style in (("episode/groups_all_correct", "--"), ("episode/groups_none_correct", ":")):
             kind_mean = mean_over_runs([moving_average(curve(run, kind))[1] for run in arm_runs])
             axis.plot(range(1, len(kind_mean) + 1), kind_mean, color=colour, linestyle=style, linewidth=1.2)
-        axis.set_ylabel("share (dashed: all right, dotted: none)")
+    if key == "frac_reward_zero_std" and all(curve(run, TRAINED_ZERO_SHARE) for run in arm_runs):
+        # Oversampling drops alike groups after generating them: what it trained on is the share that matters.
+        trained_mean = mean_over_runs([moving_average(curve(run, TRAINED_ZERO_SHARE))[1] for run in arm_runs])
+        axis.plot(range(1, len(trained_mean) + 1), trained_mean, color=colour, linestyle="-.", linewidth=2.2)
 
 
 # ------------------------------------------------------------------------------------------ the report

@@ -311,7 +311,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     assert warm_ups == {"base": None, "sft": "sft", "easy": "sft", "mixed": "sft", "ng4": "sft", "no-penalty": "sft",
                         "no-fewshot": "sft", "no-sft": None, "mixed-only": "sft", "mixed-informative": "sft",
                         "easy-lr1e-4": "sft", "mixed-lr1e-4": "sft", "mixed-informative-answer": "sft",
-                        "mixed-oversample": "sft",
+                        "mixed-oversample": "sft", "easy-oversample": "sft", "mixed-oversample-lr5e-5": "sft",
                         "sft-habit": "sft-habit", "easy-habit": "sft-habit", "no-penalty-habit": "sft-habit"}
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(proof_arms.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
@@ -323,6 +323,12 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     (tmp_path / "sft-seed8" / "sft" / "adapter" / "adapter_model.safetensors").write_bytes(b"")
     faster = learning_proof.train_argv(proof_arms.ARMS["easy-lr1e-4"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
     assert train.parse_config(faster)[1].learning_rate == 1e-4 != scale.grpo_learning_rate
+    (tmp_path / "easy-seed8" / "easy" / "adapter").mkdir(parents=True)
+    (tmp_path / "easy-seed8" / "easy" / "adapter" / "adapter_model.safetensors").write_bytes(b"")
+    argv = learning_proof.train_argv(proof_arms.ARMS["mixed-oversample-lr5e-5"], scale, tmp_path, BUILTIN_DATA_DIR,
+                                     tmp_path, 8)
+    agent, grpo, _ = train.parse_config(argv)  # the arm's flags come after the scale's, and win
+    assert (agent.oversample_groups, grpo.learning_rate) == (8, 5e-5)
     with pytest.raises(FileNotFoundError, match="run --arms sft-habit first"):
         learning_proof.train_argv(proof_arms.ARMS["no-penalty-habit"], scale, tmp_path, BUILTIN_DATA_DIR,
                                   tmp_path, 8)
