@@ -29,7 +29,8 @@
 #                  its files to /tmp/lp/extras (e.g. START_ADAPTER=DIR bash $0 then line2 bench); it is run
 #                  then-STAGE (or AS), which a later `then` can wait on
 #   watch SECONDS  wait until the background runs end or SECONDS pass; their progress, results, logs and
-#                  per-step metrics to $OUT
+#                  per-step metrics to $OUT. Send the watch calls in the same batch as the call that starts the
+#                  runs: a machine left idle 30 s between two calls goes back, and the runs with it (2026-12-04)
 #   stop NAME      end a background run
 #   keep DIR NAME [FIRST]  an adapter folder back to the caller in checksummed pieces, as many as one call returns
 #                  (FIRST: the first piece; it prints the next call's FIRST while pieces remain). Here, put them in
