@@ -864,6 +864,22 @@ def test_the_run_summary_names_episodes_per_second_after_the_warm_up_step() -> N
     assert "3 steps" in summary and "median step time 2.50 s" in summary and "2.50 episodes/s" in summary
 
 
+def test_a_run_that_trained_mostly_on_alike_groups_near_its_end_says_what_to_try() -> None:
+    from training_logs import alike_groups_note
+
+    plain = [{"frac_reward_zero_std": 0.1}] * 18 + [{"frac_reward_zero_std": 0.5}] * 2
+    note = alike_groups_note(plain)
+    assert note is not None and note.startswith("NOTE: 50% of the groups trained on in the last 2 of 20 steps")
+    assert "--oversample_groups 8" in note
+    assert alike_groups_note(plain[:9]) is None  # too short to say
+    assert alike_groups_note([{"frac_reward_zero_std": 0.2}] * 20) is None  # at the target
+    # oversampled: what was trained on counts, not what was generated
+    oversampled = [{"frac_reward_zero_std": 0.5, "oversample/trained_zero_advantage_share": 0.1}] * 20
+    assert alike_groups_note(oversampled) is None
+    oversampled[-1] = {"frac_reward_zero_std": 0.9, "oversample/trained_zero_advantage_share": 0.7}
+    assert "more extra groups (--oversample_groups)" in str(alike_groups_note(oversampled))
+
+
 def test_a_run_that_could_not_learn_says_so() -> None:
     from training_logs import RunTotals, learned_nothing_warnings
 
