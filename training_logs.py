@@ -336,7 +336,7 @@ def learned_nothing_warnings(log_history: list[dict[str, Any]], totals: RunTotal
 
 
 # Groups whose episodes all scored alike give no gradient. Issue 29 asks for at most this share over the last tenth
-# of a phase; on the real 0.5B, plain sampling left 35-65% there, --oversample_groups 8 17% (docs/gpu.md, 2026-12-04).
+# of a phase; on the real 0.5B, plain sampling left 31-65% there, --oversample_groups 8 17% (docs/gpu.md, 2026-12-04).
 ALIKE_GROUPS_TARGET = 0.20
 NOTE_AFTER_STEPS = 10  # a shorter run's last tenth is one step: too few groups to say anything
 
@@ -344,9 +344,8 @@ NOTE_AFTER_STEPS = 10  # a shorter run's last tenth is one step: too few groups 
 def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
     """A line for a run that trained mostly on groups with no reward spread near its end, with what to try; None
     for a short run or one under the target. Counts the groups trained on (oversampling drops alike ones)."""
-    key = ("oversample/trained_zero_advantage_share"
-           if any("oversample/trained_zero_advantage_share" in entry for entry in log_history)
-           else "frac_reward_zero_std")
+    trained = "oversample/trained_zero_advantage_share"
+    key = trained if any(trained in entry for entry in log_history) else "frac_reward_zero_std"
     shares = [entry[key] for entry in log_history if key in entry]
     if len(shares) < NOTE_AFTER_STEPS:
         return None
@@ -354,7 +353,7 @@ def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
     share = statistics.fmean(last)
     if share <= ALIKE_GROUPS_TARGET:
         return None
-    advice = ("more extra groups (--oversample_groups) or --sampling informative" if key.startswith("oversample")
+    advice = ("more extra groups (--oversample_groups) or --sampling informative" if key == trained
               else "--oversample_groups 8 (DAPO's dynamic sampling) trains on groups with spread first")
     return (f"NOTE: {share:.0%} of the groups trained on in the last {len(last)} of {len(shares)} steps scored alike "
             f"(all right or all wrong), so they gave no gradient; {advice}")

@@ -325,6 +325,4 @@ def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_war
     assert share[1] == ("easy@epoch: 30.0% (n=1); mixed-informative@epoch: 40.0% ± 0.0 (n=2); "
                         "mixed-oversample@epoch: 20.0% (n=1)")
     assert share[2] == "met by mixed-oversample@epoch"
-    assert proof_report.plan_scale_rows({"runs": {}}) == [
-        (proof_report.plan_scale_rows({"runs": {}})[0][0], "not run", "not run"),
-        (proof_report.plan_scale_rows({"runs": {}})[1][0], "not run", "not run")]
+    assert [row[1:] for row in proof_report.plan_scale_rows({"runs": {}})] == [("not run", "not run")] * 2
