@@ -89,8 +89,8 @@ def ablation_pairs(results: dict[str, Any], ablation: str) -> list[tuple[int, di
 def gains_over_warm_up(results: dict[str, Any], arm: str) -> list[float]:
     """Held-out overall accuracy of ``arm`` minus that of the warm-up it started from (same seed and scale), per
     seed. ``arm`` is a report line ("mixed-informative@epoch"): the warm-up is the one of its scale."""
-    warm_up_line = "sft" + arm[len(arm.partition("@")[0]):]
-    return [overall - warm_up for _, sft, run in pairs_by_seed(results, warm_up_line, arm)
+    _, at, scale = arm.partition("@")
+    return [overall - warm_up for _, sft, run in pairs_by_seed(results, f"sft{at}{scale}", arm)
             if (overall := measured(run, "heldout", "accuracy", "overall")) is not None
             and (warm_up := measured(sft, "heldout", "accuracy", "overall")) is not None]
 
@@ -455,10 +455,10 @@ def plan_scale_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         gain_text, gain_verdict = "not run", "not run"
     rows = [(f"the plan's scale ({PLAN_SCALE}: an easy epoch, then mixed): GRPO adds >= 5 points over its warm-up "
              "(held-out overall, final arm - sft of the same seed)", gain_text, gain_verdict)]
-    shares = {line: [trained_zero_share(run, last_tenth(run)) for run in runs_of(results, line) if run.get("curves")]
-              for line in lines}
+    shares = {line: [share for run in runs_of(results, line)
+                     if (share := trained_zero_share(run, last_tenth(run))) is not None] for line in lines}
     shares = {line: values for line, values in shares.items() if values}
-    met = [line for line, values in shares.items() if max(value or 0.0 for value in values) <= ZERO_SHARE_TARGET]
+    met = [line for line, values in shares.items() if max(values) <= ZERO_SHARE_TARGET]
     share_verdict = ("not run" if not shares else "pass" if len(met) == len(shares)
                      else f"met by {', '.join(met)}" if met else "fail")
     rows.append((f"the plan's scale ({PLAN_SCALE}): zero-advantage groups trained on <= {ZERO_SHARE_TARGET:.0%} over "
