@@ -309,6 +309,21 @@ def record_run(results: dict[str, Any], key: str, run: dict[str, Any]) -> None:
     results["runs"][key] = run
 
 
+def model_name(folder: Path) -> str:
+    """The name a fetched model's source.json records (``python models.py fetch``), else the folder's own name."""
+    source = Path(folder) / "source.json"
+    if source.is_file():
+        return str(json.loads(source.read_text(encoding="utf-8")).get("name") or Path(folder).name)
+    return Path(folder).name
+
+
+def models_besides(results: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
+    """The models of ``runs`` and of the runs already in ``results``, when there are more than one: a report pools
+    runs by arm and seed, so runs of two models in one results file would be averaged together."""
+    models = {run.get("model_name") for run in [*results["runs"].values(), *runs]} - {None}
+    return sorted(models) if len(models) > 1 else []
+
+
 def git_commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -328,7 +343,7 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
 
     started = time.perf_counter()
     entry: dict[str, Any] = {"arm": arm.name, "seed": seed, "scale": scale.name, "model": str(model),
-                             "commit": git_commit(), "commands": []}
+                             "model_name": model_name(model), "commit": git_commit(), "commands": []}
     checkpoint = model
     inside = (eval_at_step if evaluate and eval_at_step and arm.phase not in (None, "sft")
               and steps_for(arm, scale) > eval_at_step else None)
@@ -421,13 +436,19 @@ def main(argv: list[str] | None = None) -> int:
         arguments.data_dir = REPO_DIR / "data" / "builtin"
         arguments.results = arguments.work / "results.json"
         arguments.report = arguments.work / "learning_proof.md"
-    figures_dir = arguments.report.parent / "learning_proof"
+    figures_dir = arguments.report.parent / arguments.report.stem
     results = load_results(arguments.results)
+    own_files = ("give each model its own --results and --report (e.g. docs/learning_proof_1.5b/results.json and "
+                 "docs/learning_proof_1.5b.md)")
     if arguments.merge:
         for path in arguments.merge:
             if not path.is_file():
                 parser.error(f"--merge: no results file at {path}")
-            for key, run in load_results(path)["runs"].items():
+            incoming = load_results(path)["runs"]
+            if mixed := models_besides(results, list(incoming.values())):
+                parser.error(f"--merge: {path} and {arguments.results} hold runs of {' and '.join(mixed)}; "
+                             f"{own_files}")
+            for key, run in incoming.items():
                 record_run(results, key, run)  # a run measured again replaces the older one, which is kept
         save_results(arguments.results, results)
         print(f"[proof] merged {len(arguments.merge)} results file(s) into {arguments.results}: "
@@ -439,6 +460,8 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.model is None or not Path(arguments.model).is_dir():
         parser.error("--model DIR is required: a model folder (python models.py fetch qwen2.5-coder-0.5b-instruct "
                      "--out DIR)")
+    if mixed := models_besides(results, [{"model_name": model_name(arguments.model)}]):
+        parser.error(f"{arguments.results} holds runs of another model ({' and '.join(mixed)}); {own_files}")
     scale = SCALES[arguments.scale]
     if arguments.steps is not None:
         scale = replace(scale, easy_steps=arguments.steps, mixed_steps=arguments.steps)

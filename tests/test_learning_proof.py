@@ -91,7 +91,7 @@ def test_arms_accumulate_across_invocations_and_the_report_shows_them(tiny_model
     assert easy["evals"]["heldout"]["n"]["overall"] == easy["evals"]["heldout_step1"]["n"]["overall"] == 2
     assert any("checkpoint-1" in command for command in easy["commands"])
     report = (tmp_path / "report.md").read_text()
-    assert "| easy | 0 |" in report and (tmp_path / "learning_proof" / "curves.png").is_file()
+    assert "| easy | 0 |" in report and (tmp_path / "report" / "curves.png").is_file()  # named after the report
     assert "| easy/seed0/quick | heldout_step1 | 2 |" in report
 
 
@@ -202,6 +202,27 @@ def test_results_of_side_by_side_invocations_merge_into_one_file(tmp_path: Path)
     assert results["superseded"][f"sft/seed0/gpu@{measured['commit']}"] == dict(measured, arm="sft")
     assert learning_proof.main([*argv[:4], "--merge", str(tmp_path / "results-c.json")]) == 0  # merged twice
     assert len(json.loads(merged.read_text())["superseded"]) == 1
+
+
+def test_runs_of_another_model_go_to_their_own_results_file(tmp_path: Path) -> None:
+    measured = json.loads(learning_proof.DEFAULT_RESULTS.read_text())["runs"]["base/seed0/gpu"]
+    assert measured["model_name"] == "qwen2.5-coder-0.5b-instruct"
+    results, report = tmp_path / "results.json", tmp_path / "learning_proof_1.5b.md"
+    learning_proof.save_results(results, {"runs": {"base/seed0/gpu": measured}})
+    larger = dict(measured, model="/tmp/q15", model_name="qwen2.5-coder-1.5b-instruct")
+    learning_proof.save_results(tmp_path / "results-q15.json", {"runs": {"sft/seed0/gpu": larger}})
+    merge = ["--results", str(results), "--report", str(report), "--merge", str(tmp_path / "results-q15.json")]
+    with pytest.raises(SystemExit):
+        learning_proof.main(merge)
+    assert sorted(json.loads(results.read_text())["runs"]) == ["base/seed0/gpu"]  # nothing merged
+    model = tmp_path / "q15"
+    model.mkdir()
+    (model / "source.json").write_text(json.dumps({"name": "qwen2.5-coder-1.5b-instruct"}))
+    with pytest.raises(SystemExit):
+        learning_proof.main(["--model", str(model), "--results", str(results), "--arms", "sft"])
+    own = tmp_path / "own" / "results.json"
+    assert learning_proof.main(["--results", str(own), *merge[2:]]) == 0
+    assert sorted(json.loads(own.read_text())["runs"]) == ["sft/seed0/gpu"] and report.is_file()
 
 
 def test_an_eval_keeps_each_questions_outcome_with_a_digest_of_which_questions() -> None:
