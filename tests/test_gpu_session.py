@@ -126,3 +126,12 @@ def test_vllm_wheels_arrive_in_pieces_and_install_only_once_all_match(tmp_path: 
     (vdir / "part.01").write_bytes(b"damaged")
     damaged = stage("vinstall")
     assert damaged.returncode == 1 and "a piece is damaged" in damaged.stderr
+
+
+def test_an_unknown_model_is_refused_before_any_stage_runs(tmp_path: Path) -> None:
+    env = os.environ | {"OUT": str(tmp_path / "out"), "MODEL": "7b"}
+    done = subprocess.run(["bash", str(SCRIPT), "start", "line", "--arms", "sft"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "MODEL must be 0.5b (Qwen2.5-Coder-0.5B, the default) or 1.5b (Qwen2.5-Coder-1.5B), not '7b'" in done.stderr
+    assert list((tmp_path / "out").iterdir()) == []  # nothing converted, started or written
