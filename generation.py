@@ -60,18 +60,19 @@ class GenerationSettings(Protocol):
     backend: str
 
 
-def prepare_model(model: Any, tokenizer: Any, settings: GenerationSettings) -> None:
+def prepare_model(model: Any, tokenizer: Any, settings: GenerationSettings) -> list[int]:
     """The model side, before the trainer reads it: the stop rule's end-of-turn ids; the decode path
     (``prepare_decoding``); under Unsloth, the grouped decode attention (each as the settings ask, undone when
-    they do not)."""
-    if settings.stop_at_tool_call:
-        install_stop_rule(model, tokenizer)
+    they do not). Returns the stop rule's ids (empty without it), which a vLLM path hands on
+    (``with_vllm_stop_ids``)."""
+    stop_ids = install_stop_rule(model, tokenizer) if settings.stop_at_tool_call else []
     prepare_decoding(model, settings.backend, decode_graphs=settings.decode_graphs)
     if settings.backend == "unsloth":
         if settings.grouped_decode_attention:
             install_grouped_decode_attention()
         else:
             uninstall_grouped_decode_attention()
+    return stop_ids
 
 
 def prepare_decoding(model: Any, backend: str, *, decode_graphs: bool = True) -> None:
@@ -245,9 +246,31 @@ def close_turns_at_tool_call_end(trainer: Any, tokenizer: Any) -> None:
     @functools.wraps(generate_turn)
     def generate_closed_turn(*args: Any, **kwargs: Any) -> tuple[list[list[int]], Any]:
         completion_ids, logprobs = generate_turn(*args, **kwargs)
-        return [close_tool_call_turn(list(ids), tokenizer) for ids in completion_ids], logprobs
+        closed = [close_tool_call_turn(list(ids), tokenizer) for ids in completion_ids]
+        return closed, logprobs_for_added_tokens(logprobs, closed)
 
     trainer._generate_single_turn = generate_closed_turn
+
+
+def logprobs_for_added_tokens(logprobs: list[list[float]] | None,
+                              completion_ids: list[list[int]]) -> list[list[float]] | None:
+    """The sampling log-probabilities of a turn (vLLM's, one a token; None on the native path) lined up with its
+    ids again after tokens were added to them: 0.0 for each added token, as TRL gives the tool-result tokens it
+    adds itself. TRL joins the turns' log-probabilities by position, so a missing one would shift every later token
+    of the episode; with 0.0 (probability 1), the importance-sampling ratio of the added <|im_end|> is the policy's
+    own probability of closing the turn there."""
+    if logprobs is None:
+        return None
+    return [[*row, *[0.0] * (len(ids) - len(row))] for row, ids in zip(logprobs, completion_ids, strict=True)]
+
+
+def with_vllm_stop_ids(generation_kwargs: dict[str, Any] | None, stop_ids: list[int]) -> dict[str, Any]:
+    """GRPOConfig.generation_kwargs that make vLLM end a turn at the stop rule's ids too. TRL builds vLLM's
+    SamplingParams from these (Unsloth's fast_inference path as well) but not from the model's generation_config,
+    where the stop rule puts them for the native path (chat_format.install_stop_rule)."""
+    kwargs = dict(generation_kwargs or {})
+    kwargs["stop_token_ids"] = sorted({*kwargs.get("stop_token_ids", []), *stop_ids})
+    return kwargs
 
 
 class GenerationScope:

@@ -133,7 +133,13 @@ class AgentConfig(sft.WarmupConfig):
     load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in 4 bits (QLoRA)."})
     fast_inference: bool = field(
         default=False,
-        metadata={"help": "Generate with Unsloth's vLLM path (needs vllm installed and --backend unsloth)."},
+        metadata={"help": "Generate with Unsloth's vLLM path (needs vllm installed and --backend unsloth); "
+                          "untried on a GPU (docs/vllm.md)."},
+    )
+    vllm_memory_share: float = field(
+        default=0.5,
+        metadata={"help": "With --fast_inference: the share of GPU memory vLLM takes for weights and KV cache "
+                          "(Unsloth's gpu_memory_utilization)."},
     )
     stop_at_tool_call: bool = field(
         default=True,
@@ -270,9 +276,9 @@ class AgentConfig(sft.WarmupConfig):
             except ImportError:
                 raise ValueError("--fast_inference needs vLLM, which is not installed here (pip install vllm); "
                                  "leave the flag off to generate with Unsloth's own kernels") from None
-            if self.stop_at_tool_call:
-                raise ValueError("--fast_inference (vLLM) does not take this project's stop rule: add "
-                                 "--stop_at_tool_call false, or leave --fast_inference off")
+            if not 0 < self.vllm_memory_share < 1:
+                raise ValueError(f"--vllm_memory_share is a share of GPU memory, between 0 and 1, got "
+                                 f"{self.vllm_memory_share}")
 
 
 # Rows generated together grow the KV cache; a step of more prompt groups than this generates them in rounds
@@ -420,6 +426,9 @@ def load_model(
         model, tokenizer = FastLanguageModel.from_pretrained(
             agent.model, max_seq_length=agent.max_seq_length, load_in_4bit=agent.load_in_4bit,
             dtype=None, local_files_only=local, fast_inference=agent.fast_inference, full_finetuning=not with_lora,
+            # vLLM sizes its LoRA slots once (Unsloth's default rank 16 is below this project's 32)
+            **({"max_lora_rank": agent.lora_rank, "gpu_memory_utilization": agent.vllm_memory_share}
+               if agent.fast_inference else {}),
         )
         if not with_lora:
             return model, tokenizer
@@ -468,7 +477,9 @@ def build_trainer(
         rollout_logger,
         CheckpointCompanions(tool_token_rows, rollout_logger.sampler),
     ]
-    generation.prepare_model(model, tokenizer, agent)  # before the trainer: it reads generation_config's eos ids once
+    stop_ids = generation.prepare_model(model, tokenizer, agent)  # before the trainer: it reads the eos ids once
+    if agent.fast_inference and stop_ids:  # vLLM reads its stop ids from the sampling settings, not the model
+        grpo.generation_kwargs = generation.with_vllm_stop_ids(grpo.generation_kwargs, stop_ids)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=[rollout_logger.episode_metrics],

@@ -176,6 +176,37 @@ def test_trl_generation_is_wrapped_caps_inside_closing_inside_timing() -> None:
     assert trainer.generation_config.max_new_tokens == 512  # and the trainer's own cap given back
 
 
+def test_a_closed_turn_keeps_vllms_logprobs_in_line_with_its_tokens() -> None:
+    """Under vLLM a turn comes with one sampling log-probability a token; the <|im_end|> added after </tool_call>
+    gets 0.0, so TRL's by-position join of the turns stays aligned."""
+    import models
+
+    tokenizer = models.build_qwen3_tokenizer()
+    call = tokenizer.encode('<tool_call>\n{"name": "query", "arguments": {"sql": "SELECT 1"}}\n</tool_call>',
+                            add_special_tokens=False)
+    answer = tokenizer.encode("The answer is 1.<|im_end|>", add_special_tokens=False)
+    sampled = [[-0.5] * len(call), [-0.25] * len(answer)]
+
+    class FakeTrainer:
+        def _generate_single_turn(self, prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> Any:
+            return [list(call), list(answer)], [list(row) for row in sampled]
+
+    trainer = FakeTrainer()
+    generation.close_turns_at_tool_call_end(trainer, tokenizer)
+    completions, logprobs = trainer._generate_single_turn([[1], [2]])
+    assert [len(row) for row in logprobs] == [len(ids) for ids in completions] == [len(call) + 1, len(answer)]
+    assert logprobs == [[*sampled[0], 0.0], sampled[1]]  # only the added token's is new
+    assert generation.logprobs_for_added_tokens(None, completions) is None  # the native path has none
+
+
+def test_vllm_is_handed_the_stop_rules_ids_beside_the_users_own() -> None:
+    kwargs = {"stop_token_ids": [7], "top_k": 20}
+    assert generation.with_vllm_stop_ids(kwargs, [151645, 7, 151658]) == {"stop_token_ids": [7, 151645, 151658],
+                                                                          "top_k": 20}
+    assert kwargs == {"stop_token_ids": [7], "top_k": 20}  # the config's own dict is left as it was
+    assert generation.with_vllm_stop_ids(None, [2]) == {"stop_token_ids": [2]}
+
+
 def test_settings_that_turn_a_wrapper_off_leave_it_out() -> None:
     class FakeTrainer:
         def _generate_single_turn(self, prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> Any:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -378,6 +380,14 @@ def test_fast_inference_without_vllm_fails_clearly() -> None:
             train.parse_config(["--fast_inference"])
     else:
         pytest.skip("vLLM is installed here")
+
+
+def test_fast_inference_keeps_the_stop_rule_and_checks_its_memory_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))  # as where vLLM is installed
+    agent, _, _ = train.parse_config(["--fast_inference", "--vllm_memory_share", "0.3"])
+    assert agent.fast_inference and agent.stop_at_tool_call and agent.vllm_memory_share == 0.3
+    with pytest.raises(ValueError, match="--vllm_memory_share is a share of GPU memory, between 0 and 1, got 1.5"):
+        train.parse_config(["--fast_inference", "--vllm_memory_share", "1.5"])
 
 
 def test_push_to_hub_without_a_token_fails_before_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
