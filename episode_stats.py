@@ -2,6 +2,7 @@
 
     outcome = episode_outcome(env.episode, messages)   # one episode: right or not, answered, calls, failed calls
     stats = episode_stats(outcomes)                     # shares and means over episodes (None: no episode)
+    wrong_answer_kind(outcome)                          # why a wrong episode was wrong (None: it was right)
 
 Training logs them every step (training_logs.py, metrics.jsonl) and the eval reports them per hardness class
 (eval/metrics.py, the report's JSON), each under the names its stored results already use:
@@ -35,6 +36,8 @@ class EpisodeOutcome:
     post_episode_calls: int  # calls after the episode ended
     failed_calls: int  # in-episode calls that failed, calls of unknown tools included
     unknown_tool_calls: int  # calls of tools the environment does not have: they never reach it
+    saw_gold_result: bool = False  # one of its queries returned the gold result (agent_env's check, first 20 rows)
+    executed_queries: int = 0  # queries that ran without an error
 
     @property
     def calls(self) -> int:
@@ -53,7 +56,28 @@ def episode_outcome(episode: EpisodeRecord, messages: list[dict[str, Any]]) -> E
         post_episode_calls=episode.post_episode_calls,
         failed_calls=episode.tool_errors + unknown,
         unknown_tool_calls=unknown,
+        saw_gold_result=episode.saw_gold_result,
+        executed_queries=episode.executed_queries,
     )
+
+
+# Why wrong episodes were wrong, in the order a report lists them. The first two lost a result their own query had
+# found: the answer's transcription or format (the verifier's side); the last two never got there: the model's SQL.
+GOLD_SEEN_ANSWERED_WRONG = "gold result seen, answer wrong"
+GOLD_SEEN_NO_ANSWER = "gold result seen, no answer"
+NO_QUERY_RAN = "no query ran"
+GOLD_NOT_SEEN = "no query returned the gold result"
+WRONG_ANSWER_KINDS = (GOLD_SEEN_ANSWERED_WRONG, GOLD_SEEN_NO_ANSWER, NO_QUERY_RAN, GOLD_NOT_SEEN)
+
+
+def wrong_answer_kind(outcome: EpisodeOutcome) -> str | None:
+    """Why a wrong episode was wrong, one of WRONG_ANSWER_KINDS; None for a right one. A query whose result was cut
+    to its first 20 rows never counts as the gold result, so a right query for a long result reads as not seen."""
+    if outcome.is_correct:
+        return None
+    if outcome.saw_gold_result:
+        return GOLD_SEEN_ANSWERED_WRONG if outcome.answered else GOLD_SEEN_NO_ANSWER
+    return NO_QUERY_RAN if outcome.executed_queries == 0 else GOLD_NOT_SEEN
 
 
 @dataclass(frozen=True)

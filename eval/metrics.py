@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from episode_stats import episode_stats, mean
+from episode_stats import WRONG_ANSWER_KINDS, episode_stats, mean, wrong_answer_kind
 from eval.runner import QuestionRecord
 from spider_data import HARDNESS_ORDER
 
@@ -73,3 +73,9 @@ def stop_reasons(records: list[QuestionRecord]) -> dict[str, int]:
     """How scored episodes ended on the agent's side (no tool call, malformed call, call cap, ...)."""
     reasons = Counter(record.stop_reason for record in records if record.is_scored and record.stop_reason)
     return dict(reasons.most_common())
+
+
+def wrong_answer_kinds(records: list[QuestionRecord]) -> dict[str, int]:
+    """The scored, wrong questions by why they were wrong (episode_stats.WRONG_ANSWER_KINDS, in that order)."""
+    kinds = Counter(wrong_answer_kind(record.outcome) for record in records if record.is_scored and not record.correct)
+    return {kind: kinds[kind] for kind in WRONG_ANSWER_KINDS if kinds[kind]}

@@ -8,6 +8,8 @@ report.json:
                   exact text asked for, without the relaxed matching), mean_steps, mean_steps_correct,
                   post_episode_calls (per episode), answered (share), tool_error_rate, mean_reward
     stop_reasons  how scored episodes ended on the agent's side
+    wrong_answer_kinds  the wrong ones by why (episode_stats.WRONG_ANSWER_KINDS): a gold result their own query
+                  found and the answer then lost, or SQL that never returned the gold result
     timing        elapsed_s, episodes_per_second, and for a model: generation (its generate calls, their
                   seconds, mean batch, decode steps, idle_decode_share: row-steps spent on rows already done)
     questions     one record per question (eval.runner.QuestionRecord): db_id, question, hardness,
@@ -56,6 +58,7 @@ def build_report(records: list[QuestionRecord], *, settings: dict[str, Any], ela
         },
         "by_hardness": {group: group_stats.to_dict() for group, group_stats in stats.items()},
         "stop_reasons": metrics.stop_reasons(records),
+        "wrong_answer_kinds": metrics.wrong_answer_kinds(records),
         "timing": {
             "elapsed_s": round(elapsed_s, 3),
             "episodes_per_second": round(scored / elapsed_s, 3) if elapsed_s > 0 else None,
@@ -146,6 +149,16 @@ def generation_lines(generation: dict[str, Any] | None) -> list[str]:
     return [sentence, ""]
 
 
+def wrong_answer_lines(kinds: dict[str, int] | None, overall: dict[str, Any]) -> list[str]:
+    """Why the wrong answers were wrong: a result the agent's own query found and then lost (the answer's side)
+    against SQL that never reached the gold result (the model's side). Nothing for a report from before it."""
+    wrong = overall["n"] - overall["correct"]
+    if kinds is None or not wrong:
+        return []
+    listed = ", ".join(f"{kind} {count} ({count / wrong:.0%})" for kind, count in kinds.items())
+    return [f"Why the {wrong} wrong answers were wrong: {listed}.", ""]
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     settings, counts, timing = report["settings"], report["counts"], report["timing"]
     skipped = ", ".join(f"{reason}: {count}" for reason, count in counts["skipped_by_reason"].items())
@@ -169,6 +182,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"How the agent stopped: {stops}.",
         "",
+        *wrong_answer_lines(report.get("wrong_answer_kinds"), report["by_hardness"]["overall"]),
         f"![accuracy and steps by hardness]({CHART_PNG})",
         "",
         "## Scoring with Spider's official scripts",

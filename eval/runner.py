@@ -98,6 +98,8 @@ class QuestionRecord:
     post_episode_calls: int = 0
     tool_errors: int = 0  # in-episode calls that failed, calls of unknown tools included
     unknown_tool_calls: int = 0
+    saw_gold_result: bool = False  # one of its queries returned the gold result
+    executed_queries: int = 0  # queries that ran without an error
     answer: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     pred_sql: str | None = None  # the last SQL the agent ran: what Spider's official scripts score
@@ -122,7 +124,8 @@ class QuestionRecord:
         """The numbers episode_stats reads, from the fields above (whose names the report keeps)."""
         return EpisodeOutcome(is_correct=self.correct, is_exact_text=self.correct_exact_text, answered=self.answered,
                               tool_calls=self.steps, post_episode_calls=self.post_episode_calls,
-                              failed_calls=self.tool_errors, unknown_tool_calls=self.unknown_tool_calls)
+                              failed_calls=self.tool_errors, unknown_tool_calls=self.unknown_tool_calls,
+                              saw_gold_result=self.saw_gold_result, executed_queries=self.executed_queries)
 
     @property
     def calls_in_episode(self) -> int:
@@ -196,6 +199,8 @@ def episode_record(
         post_episode_calls=outcome.post_episode_calls,
         tool_errors=outcome.failed_calls,
         unknown_tool_calls=outcome.unknown_tool_calls,
+        saw_gold_result=outcome.saw_gold_result,
+        executed_queries=outcome.executed_queries,
         answer=episode.answer,
         tool_calls=entries,
         pred_sql=last_sql(entries),

@@ -59,3 +59,20 @@ def test_skips_and_stops_are_counted_by_reason() -> None:
     ]
     assert metrics.skipped_by_reason(records) == {"database file missing": 2, "gold query fails": 1}
     assert metrics.stop_reasons(records) == {"no_tool_call": 2, "call_cap": 1}
+
+
+def test_wrong_answers_are_told_apart_by_what_their_queries_returned() -> None:
+    records = [
+        QuestionRecord("d", "q", "easy", "S", correct=True, answer="1", saw_gold_result=True, executed_queries=1),
+        QuestionRecord("d", "q", "easy", "S", answer="1.0 apples", saw_gold_result=True, executed_queries=2),
+        QuestionRecord("d", "q", "hard", "S", saw_gold_result=True, executed_queries=1),  # found it, never answered
+        QuestionRecord("d", "q", "hard", "S", answer="3", executed_queries=3),
+        QuestionRecord("d", "q", "hard", "S", answer="4", executed_queries=1),
+        QuestionRecord("d", "q", "medium", "S", answer="5", tool_errors=2),  # every query failed
+        QuestionRecord("d", "q", None, "S", skip_reason="gold query fails"),  # not scored: not counted
+    ]
+    assert metrics.wrong_answer_kinds(records) == {
+        "gold result seen, answer wrong": 1, "gold result seen, no answer": 1, "no query ran": 1,
+        "no query returned the gold result": 2}
+    assert metrics.wrong_answer_kinds(records[:1]) == {}
+

@@ -146,6 +146,22 @@ def test_call_cap_stops_a_policy_that_never_stops(builtin_dev: SpiderSplit) -> N
         assert not record.answered and not record.correct
 
 
+def test_an_episode_that_found_the_gold_result_and_answered_otherwise_says_so(builtin_dev: SpiderSplit) -> None:
+    class LosesTheResult(OraclePolicy):  # runs the gold query, then answers something else
+        def format(self, answer: str) -> str:
+            return "no idea"
+
+    class NeverQueries(OraclePolicy):
+        def plan(self, row: dict[str, Any]) -> list[ToolCall]:
+            return [ToolCall("answer", {"value": "no idea"})]
+
+    lost = play_split(builtin_dev, ScriptedBatch(make=LosesTheResult), progress=False)[0]
+    assert not lost.correct and lost.saw_gold_result and lost.executed_queries == 1
+    guessed = play_split(builtin_dev, ScriptedBatch(make=NeverQueries), progress=False)[0]
+    assert not guessed.saw_gold_result and guessed.executed_queries == 0
+    assert metrics.wrong_answer_kinds([lost, guessed]) == {"gold result seen, answer wrong": 1, "no query ran": 1}
+
+
 def test_unknown_tools_are_tool_errors_the_model_was_told_about(builtin_dev: SpiderSplit) -> None:
     class CallsRunSql(OraclePolicy):
         def plan(self, row: dict[str, Any]) -> list[ToolCall]:

@@ -257,6 +257,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "answered": overall["answered"], "post_episode_calls": overall["post_episode_calls"],
         "tool_error_rate": overall["tool_error_rate"], "mean_steps": overall["mean_steps"],
         "stop_reasons": report.get("stop_reasons", {}), "seconds": report["timing"]["elapsed_s"],
+        # why the wrong answers were wrong (eval/metrics.py; absent from reports before 2026-12-04b)
+        "wrong_answer_kinds": report.get("wrong_answer_kinds"),
         "generation": report["timing"].get("generation", {}),
     }
 

@@ -522,6 +522,22 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
     return rows
 
 
+def wrong_answer_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Per arm, the held-out wrong answers by why, pooled over its runs that recorded it (eval's
+    wrong_answer_kinds, each listed in the eval's own order): the kinds, and a table row an arm."""
+    recorded = {arm: [kinds for run in runs_of(results, arm)
+                      if (kinds := run.get("evals", {}).get("heldout", {}).get("wrong_answer_kinds")) is not None]
+                for arm in report_lines(results)}
+    kinds_seen = list(dict.fromkeys(kind for runs in recorded.values() for kinds in runs for kind in kinds))
+    rows = []
+    for arm, runs in recorded.items():
+        wrong = sum(sum(kinds.values()) for kinds in runs)
+        if wrong:
+            shares = [sum(kinds.get(kind, 0) for kinds in runs) / wrong for kind in kinds_seen]
+            rows.append(f"| {arm} | {len(runs)} | {wrong} | " + " | ".join(f"{share:.1%}" for share in shares) + " |")
+    return kinds_seen, rows
+
+
 def pooled_lengths(results: dict[str, Any]) -> list[str]:
     """For each arm whose evaluated runs differ in GRPO steps: which seeds ran how many (the accuracy table pools
     them, so that a shorter line counts as a line)."""
@@ -653,6 +669,13 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         lines += ["", ("Question by question on the held-out databases (same seed; exact McNemar test on the "
                        "questions that changed):"), "", "| seed | arms | questions | correct | gained | lost | p |",
                   "|---|---|---|---|---|---|---|", *paired]
+    wrong_kinds, wrong_rows = wrong_answer_table(results)
+    if wrong_rows:
+        lines += ["", ("Why the held-out answers were wrong, as shares of the wrong ones: the first two lost a result "
+                       "the episode's own query had found (the answer's side), the last two never ran SQL that "
+                       "returned it (the model's SQL; a result longer than 20 rows never counts as found):"), "",
+                  "| arm | runs | wrong answers | " + " | ".join(wrong_kinds) + " |",
+                  "|---" * (len(wrong_kinds) + 3) + "|", *wrong_rows]
     ablations = ablation_rows(results)
     lines += ["", "## Ablations against the full setting (same seed, same warm-up)", ""]
     lines += ([("Each ablation against the arm it changes one thing of, both from the same warm-up; 'full vs "

@@ -326,3 +326,23 @@ def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_war
                         "mixed-oversample@epoch: 20.0% (n=1)")
     assert share[2] == "met by mixed-oversample@epoch"
     assert [row[1:] for row in proof_report.plan_scale_rows({"runs": {}})] == [("not run", "not run")] * 2
+
+
+def test_why_held_out_answers_were_wrong_pools_an_arms_runs_that_recorded_it(tmp_path: Path) -> None:
+    measured = json.loads(RESULTS.read_text())["runs"]["base/seed0/gpu"]  # from before the kinds were recorded
+
+    def run(arm: str, seed: int, kinds: dict[str, int] | None) -> dict:
+        heldout = dict(measured["evals"]["heldout"], wrong_answer_kinds=kinds)
+        return dict(measured, arm=arm, seed=seed, evals={"heldout": heldout})
+
+    results = {"runs": {"easy/seed0/gpu": run("easy", 0, {"gold result seen, answer wrong": 1, "no query ran": 3}),
+                        "easy/seed1/gpu": run("easy", 1, {"no query returned the gold result": 4}),
+                        "easy/seed2/gpu": run("easy", 2, None),
+                        "sft/seed0/gpu": measured}}
+    kinds, rows = proof_report.wrong_answer_table(results)
+    assert kinds == ["gold result seen, answer wrong", "no query ran", "no query returned the gold result"]
+    assert rows == ["| easy | 2 | 8 | 12.5% | 37.5% | 50.0% |"]  # seed 2 recorded none; sft has none at all
+    proof_report.write_report(results, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    assert "| easy | 2 | 8 | 12.5% | 37.5% | 50.0% |" in (tmp_path / "report.md").read_text()
+    assert proof_report.wrong_answer_table({"runs": {"sft/seed0/gpu": measured}}) == ([], [])
+
