@@ -14,6 +14,7 @@ Training logs them every step (training_logs.py, metrics.jsonl) and the eval rep
     tool_calls           episode/tool_calls              mean_steps
     post_episode_calls   episode/post_episode_calls      post_episode_calls
     tool_error_rate      episode/tool_error_rate         tool_error_rate
+    gold_seen_wrong      episode/gold_seen_wrong         wrong_answer_kinds' first two, as counts
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class EpisodeStats:
     tool_calls: float | None  # in-episode calls per episode
     post_episode_calls: float | None  # calls after the episode, per episode
     tool_error_rate: float | None  # see tool_error_rate
+    # share of episodes that were wrong although one of their queries returned the gold result: lost in the answer
+    gold_seen_wrong: float | None = None
 
 
 def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
@@ -101,6 +104,7 @@ def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
         post_episode_calls=mean([outcome.post_episode_calls for outcome in outcomes]),
         tool_error_rate=tool_error_rate(sum(outcome.failed_calls for outcome in outcomes),
                                         sum(outcome.calls for outcome in outcomes)),
+        gold_seen_wrong=mean([float(outcome.saw_gold_result and not outcome.is_correct) for outcome in outcomes]),
     )
 
 

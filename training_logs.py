@@ -179,6 +179,7 @@ class RolloutLogger(TrainerCallback):
         log_metric("episode/tool_calls", stats.tool_calls or 0.0)
         log_metric("episode/post_episode_calls", stats.post_episode_calls or 0.0)
         log_metric("episode/tool_error_rate", stats.tool_error_rate or 0.0)
+        log_metric("episode/gold_seen_wrong", stats.gold_seen_wrong or 0.0)
         log_metric("episode/zero_advantage_groups", zero_advantage_share(rewards, self.group_size))
         all_solved, none_solved = solved_group_shares([episode.is_correct for episode in episodes], self.group_size)
         log_metric("episode/groups_all_correct", all_solved)

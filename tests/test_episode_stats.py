@@ -1,0 +1,30 @@
+"""episode_stats.py: the episode quantities training logs and the eval reports, and why a wrong episode was
+wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from episode_stats import (GOLD_NOT_SEEN, GOLD_SEEN_ANSWERED_WRONG, GOLD_SEEN_NO_ANSWER, NO_QUERY_RAN, EpisodeOutcome,
+                           episode_stats, wrong_answer_kind)
+
+
+def outcome(correct: bool = False, answered: bool = True, saw_gold: bool = False, queries: int = 1) -> EpisodeOutcome:
+    return EpisodeOutcome(is_correct=correct, is_exact_text=correct, answered=answered, tool_calls=queries + 1,
+                          post_episode_calls=0, failed_calls=0, unknown_tool_calls=0, saw_gold_result=saw_gold,
+                          executed_queries=queries)
+
+
+def test_a_wrong_episode_is_told_apart_by_what_its_queries_returned() -> None:
+    assert wrong_answer_kind(outcome(correct=True, saw_gold=True)) is None
+    assert wrong_answer_kind(outcome(saw_gold=True)) == GOLD_SEEN_ANSWERED_WRONG
+    assert wrong_answer_kind(outcome(saw_gold=True, answered=False)) == GOLD_SEEN_NO_ANSWER
+    assert wrong_answer_kind(outcome(queries=0)) == NO_QUERY_RAN
+    assert wrong_answer_kind(outcome(queries=2)) == GOLD_NOT_SEEN
+
+
+def test_the_share_that_lost_a_found_result_counts_wrong_episodes_only() -> None:
+    outcomes = [outcome(correct=True, saw_gold=True), outcome(saw_gold=True), outcome(saw_gold=True, answered=False),
+                outcome()]
+    assert episode_stats(outcomes).gold_seen_wrong == pytest.approx(2 / 4)
+    assert episode_stats([]).gold_seen_wrong is None
