@@ -651,6 +651,12 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         cells.append(_cell([measured(run, "heldout", "post_episode_calls") for run in runs], percent=False))
         cells.append(_cell([measured(run, "train_easy", "accuracy", "easy") for run in runs]))
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    elsewhere = [f"{key} {summary['accuracy']['overall']:.1%} ({summary['source']})"
+                 for key, run in sorted(results["runs"].items())
+                 for summary in [run.get("evals", {}).get("heldout") or {}] if "source" in summary]
+    if elsewhere:  # an arm the proof only trained, evaluated afterwards by another script
+        lines += ["", "Held-out figures not from the proof's own eval, overall only, pooled above: "
+                  + "; ".join(elsewhere) + "."]
     lengths = pooled_lengths(results)
     if lengths:
         lines += ["", "Pooled runs of different lengths (GRPO steps): " + "; ".join(lengths) + "."]
@@ -698,7 +704,8 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         step, generation = curve(run, "step_time"), curve(run, "rollout/generation_s")
         timing = (f"{statistics.median(step):.2f} s ({statistics.median(generation):.2f} s)"
                   if step and generation else "-")
-        wall = f"{run['seconds']:.0f} s" + ("" if run.get("evals") or run["arm"] == "base" else " (trained only)")
+        proof_evaluated = any("source" not in summary for summary in run.get("evals", {}).values())
+        wall = f"{run['seconds']:.0f} s" + ("" if proof_evaluated or run["arm"] == "base" else " (trained only)")
         lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {len(run.get('curves', []))} | {timing} | "
                      f"{wall} | {run['commit']} |")
     lines += ["", "Commands of each run:", ""]

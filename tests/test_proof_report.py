@@ -346,3 +346,18 @@ def test_why_held_out_answers_were_wrong_pools_an_arms_runs_that_recorded_it(tmp
     assert "| easy | 2 | 8 | 12.5% | 37.5% | 50.0% |" in (tmp_path / "report.md").read_text()
     assert proof_report.wrong_answer_table({"runs": {"sft/seed0/gpu": measured}}) == ([], [])
 
+
+def test_an_arm_evaluated_by_another_script_counts_overall_and_says_where_its_figure_came_from(tmp_path: Path) -> None:
+    measured = json.loads(RESULTS.read_text())["runs"]["base/seed0/gpu"]
+    elsewhere = {"accuracy": {"overall": 0.394}, "n": {"overall": 614}, "source": "eval_generation.py, after"}
+    warm_up = dict(measured, arm="sft", scale="epoch", seed=26, evals={"heldout": elsewhere}, warm_up_digest="w")
+    final = dict(measured, arm="mixed", scale="epoch", seed=26, warm_up_digest="w",
+                 evals={"heldout": dict(measured["evals"]["heldout"], accuracy={"overall": 0.41})})
+    results = {"runs": {"sft/seed26/epoch": warm_up, "mixed/seed26/epoch": final}}
+    assert proof_report.gains_over_warm_up(results, "mixed@epoch") == [pytest.approx(0.016)]
+    proof_report.write_report(results, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    lines = (tmp_path / "report.md").read_text().splitlines()
+    assert "sft/seed26/epoch 39.4% (eval_generation.py, after)" in next(
+        line for line in lines if line.startswith("Held-out figures not from the proof's own eval"))
+    assert "(trained only)" in next(line for line in lines if line.startswith("| sft | 26 |"))  # by the proof
+
