@@ -156,7 +156,7 @@ def wrong_answer_lines(kinds: dict[str, int] | None, overall: dict[str, Any]) ->
     if kinds is None or not wrong:
         return []
     listed = ", ".join(f"{kind} {count} ({count / wrong:.0%})" for kind, count in kinds.items())
-    return [f"Why the {wrong} wrong answers were wrong: {listed}.", ""]
+    return [f"Why the {wrong} wrong {'answer was' if wrong == 1 else 'answers were'} wrong: {listed}.", ""]
 
 
 def render_markdown(report: dict[str, Any]) -> str:

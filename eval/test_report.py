@@ -95,6 +95,9 @@ def test_markdown_report_has_the_table_chart_and_official_command(written: dict[
     assert "--gold gold.sql --pred pred.sql --etype exec" in text
     assert "Wrong answers (first 2 of 2)" in text
     assert "Why the 2 wrong answers were wrong: no query ran 1 (50%), no query returned the gold result 1 (50%)." in text
+    one_wrong = {"n": 3, "correct": 2}
+    assert report_module.wrong_answer_lines({"no query ran": 1}, one_wrong)[0] == (
+        "Why the 1 wrong answer was wrong: no query ran 1 (100%).")
 
 
 def test_chart_is_a_png(written: dict[str, Path]) -> None:
