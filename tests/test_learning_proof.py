@@ -21,6 +21,7 @@ import learning_proof  # noqa: E402  (imports no trainer: run_arm imports train 
 import proof_arms  # noqa: E402
 
 import train  # noqa: E402  (imports unsloth before transformers and trl, as the trainer must)
+from curriculum import load_curriculum, select_phase  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split  # noqa: E402
 
 
@@ -333,7 +334,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "no-fewshot": "sft", "no-sft": None, "mixed-only": "sft", "mixed-informative": "sft",
                         "easy-lr1e-4": "sft", "mixed-lr1e-4": "sft", "mixed-informative-answer": "sft",
                         "mixed-oversample": "sft", "easy-oversample": "sft", "mixed-oversample-lr5e-5": "sft",
-                        "mixed-lr5e-5": "sft", "sft-habit": "sft-habit", "easy-habit": "sft-habit",
+                        "mixed-lr5e-5": "sft", "mixed-all": "sft", "sft-habit": "sft-habit", "easy-habit": "sft-habit",
                         "no-penalty-habit": "sft-habit"}
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(proof_arms.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
@@ -347,6 +348,10 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     assert train.parse_config(faster)[1].learning_rate == 1e-4 != scale.grpo_learning_rate
     (tmp_path / "easy-seed8" / "easy" / "adapter").mkdir(parents=True)
     (tmp_path / "easy-seed8" / "easy" / "adapter" / "adapter_model.safetensors").write_bytes(b"")
+    every_class = learning_proof.train_argv(proof_arms.ARMS["mixed-all"], scale, tmp_path, BUILTIN_DATA_DIR,
+                                            tmp_path, 8)
+    agent, _, _ = train.parse_config(every_class)
+    assert select_phase(load_curriculum(agent.curriculum), "mixed")[0].hardness == ("easy", "medium", "hard", "extra")
     plain_faster = learning_proof.train_argv(proof_arms.ARMS["mixed-lr5e-5"], scale, tmp_path, BUILTIN_DATA_DIR,
                                              tmp_path, 8)
     agent, grpo, _ = train.parse_config(plain_faster)
