@@ -69,6 +69,7 @@ GOLD_SEEN_NO_ANSWER = "gold result seen, no answer"
 NO_QUERY_RAN = "no query ran"
 GOLD_NOT_SEEN = "no query returned the gold result"
 WRONG_ANSWER_KINDS = (GOLD_SEEN_ANSWERED_WRONG, GOLD_SEEN_NO_ANSWER, NO_QUERY_RAN, GOLD_NOT_SEEN)
+LOST_IN_THE_ANSWER = (GOLD_SEEN_ANSWERED_WRONG, GOLD_SEEN_NO_ANSWER)
 
 
 def wrong_answer_kind(outcome: EpisodeOutcome) -> str | None:
@@ -104,7 +105,7 @@ def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
         post_episode_calls=mean([outcome.post_episode_calls for outcome in outcomes]),
         tool_error_rate=tool_error_rate(sum(outcome.failed_calls for outcome in outcomes),
                                         sum(outcome.calls for outcome in outcomes)),
-        gold_seen_wrong=mean([float(outcome.saw_gold_result and not outcome.is_correct) for outcome in outcomes]),
+        gold_seen_wrong=mean([float(wrong_answer_kind(outcome) in LOST_IN_THE_ANSWER) for outcome in outcomes]),
     )
 
 

@@ -677,9 +677,10 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                   "|---|---|---|---|---|---|---|", *paired]
     wrong_kinds, wrong_rows = wrong_answer_table(results)
     if wrong_rows:
-        lines += ["", ("Why the held-out answers were wrong, as shares of the wrong ones: the first two lost a result "
-                       "the episode's own query had found (the answer's side), the last two never ran SQL that "
-                       "returned it (the model's SQL; a result longer than 20 rows never counts as found):"), "",
+        lines += ["", ("Why the held-out answers were wrong, as shares of the wrong ones: the kinds that begin "
+                       "'gold result seen' lost a result the episode's own query had found (the answer's side), the "
+                       "others never ran SQL that returned it (the model's SQL; a result longer than 20 rows never "
+                       "counts as found):"), "",
                   "| arm | runs | wrong answers | " + " | ".join(wrong_kinds) + " |",
                   "|---" * (len(wrong_kinds) + 3) + "|", *wrong_rows]
     ablations = ablation_rows(results)
