@@ -11,6 +11,7 @@
 #                  missing) and its own work folder /tmp/lp/q15 (adapters /tmp/lp/q15/ARM-seedN/PHASE/adapter);
 #                  here, merge its runs into their own results: --results docs/learning_proof_1.5b/results.json
 #                  --report docs/learning_proof_1.5b.md (learning_proof.py refuses to pool two models)
+#   RUNS_DIR       (environment) where background runs keep logs, pids, results and work folders (/tmp/lp)
 #   vchunk NN      carry .vllm/part.NN .vllm/parts.sha256: one piece of the vLLM 0.26.0 wheels into /tmp/v
 #                  (here: bash scripts/fetch_vllm_wheels.sh writes them; about 16 pieces of 58 MB)
 #   vinstall       once every piece is there and matches: unpack, pip install vLLM offline, import it (issue 32)
@@ -50,13 +51,15 @@
 #   the assembled file is the one whose sha256 models.py checks)
 set -euo pipefail
 stage=$1; shift
-out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/m /tmp/lp
+out=${OUT:-/tmp/out}
+runs=${RUNS_DIR:-/tmp/lp}  # background runs: their logs, pids, results, work folders and extras
+mkdir -p "$out" /tmp/m "$runs"
 keep_dir=${KEEP_DIR:-/tmp/keep}  # adapters in pieces, on their way out (keep) or in (restore)
 vdir=${VLLM_DIR:-/tmp/v}  # the vLLM wheels' pieces, carried in (vchunk), then unpacked and installed (vinstall)
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 case "${MODEL:-0.5b}" in  # the model that proof, start, bench and eval-modes train or read, and its work folder
-  0.5b) model_dir=/tmp/qc work=/tmp/lp ;;
-  1.5b) model_dir=/tmp/q15 work=/tmp/lp/q15 ;;
+  0.5b) model_dir=/tmp/qc work=$runs ;;
+  1.5b) model_dir=/tmp/q15 work=$runs/q15 ;;
   *) echo "MODEL must be 0.5b (Qwen2.5-Coder-0.5B, the default) or 1.5b (Qwen2.5-Coder-1.5B), not '$MODEL'" >&2
      exit 2 ;;
 esac
@@ -78,28 +81,28 @@ prepare_model() {  # the model MODEL names, converted when this machine has not 
   if [ "$model_dir" = /tmp/q15 ]; then convert15; else convert; fi
 }
 collect() {  # background runs' progress, logs, results and per-step metrics to $OUT
-  for log in /tmp/lp/*.log; do
+  for log in $runs/*.log; do
     [ -e "$log" ] || continue
-    name=$(basename "$log" .log); pid=$(cat "/tmp/lp/$name.pid" 2>/dev/null || echo 0)
+    name=$(basename "$log" .log); pid=$(cat "$runs/$name.pid" 2>/dev/null || echo 0)
     state=$(kill -0 "$pid" 2>/dev/null && echo running || echo ended)
     echo "== $name ($state): $(grep -E '^\[proof\] [a-z0-9-]+ seed|Error|error:' "$log" | tail -3 | cut -c1-300 | tr '\n' ' ' || true)"
     grep -E "^\[sft\] tool-call|'reward'|^\[train\] step" "$log" | tail -1 | cut -c1-300 || true
     cp "$log" "$out/"
   done
-  for metrics in /tmp/lp/*-seed*/*/metrics.jsonl /tmp/lp/q15/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
+  for metrics in $runs/*-seed*/*/metrics.jsonl $runs/q15/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
     [ -e "$metrics" ] && echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
   done
   # Every phase's per-step rows come back in one file (the device returns 8 files at most):
   # here, tar xzf <files_at>/metrics.tgz gives <arm>-seed<N>/<phase>/metrics.jsonl.
-  # shellcheck disable=SC2046  (the paths have no spaces: arm-seedN/phase/metrics.jsonl)
-  (cd /tmp/lp && metrics=$(ls -d ./*-seed*/*/metrics.jsonl ./q15/*-seed*/*/metrics.jsonl 2>/dev/null) &&
-    tar czf "$out/metrics.tgz" $metrics) || true
-  cp /tmp/lp/results-*.json "$out/" 2>/dev/null || true
-  if [ -d /tmp/lp/extras ]; then tar czf "$out/extras.tgz" -C /tmp/lp extras; fi
+  # (With nullglob: one pattern matching nothing, e.g. no 1.5B run, must not cost the other's rows.)
+  (cd "$runs" && shopt -s nullglob && metrics=(./*-seed*/*/metrics.jsonl ./q15/*-seed*/*/metrics.jsonl) &&
+    [ ${#metrics[@]} -gt 0 ] && tar czf "$out/metrics.tgz" "${metrics[@]}") || true
+  cp $runs/results-*.json "$out/" 2>/dev/null || true
+  if [ -d $runs/extras ]; then tar czf "$out/extras.tgz" -C $runs extras; fi
 }
 until_ended() {  # the shell loops that wait while background runs NAMES ("a b") are alive
   local loops=() name
-  for name in $1; do loops+=("while kill -0 \$(cat /tmp/lp/$name.pid) 2>/dev/null; do sleep 5; done"); done
+  for name in $1; do loops+=("while kill -0 \$(cat $runs/$name.pid) 2>/dev/null; do sleep 5; done"); done
   local IFS=";"; echo "${loops[*]}"
 }
 check_pieces() {  # check_pieces DIR SUMS LABEL: every piece SUMS (in DIR) names is there and matches; else say
@@ -110,11 +113,11 @@ check_pieces() {  # check_pieces DIR SUMS LABEL: every piece SUMS (in DIR) names
   (cd "$1" && sha256sum --check --quiet "$2") || { echo "$3: a piece is damaged" >&2; exit 1; }
 }
 queue_behind() {  # queue_behind NAME AS SCRIPT: once run NAME ends, SCRIPT in the background as run AS
-  mkdir -p /tmp/lp/extras
+  mkdir -p $runs/extras
   setsid nohup bash -c "
     $(until_ended "$1")
-    cd $PWD; $3" > "/tmp/lp/$2.log" 2>&1 &
-  echo $! > "/tmp/lp/$2.pid"; echo "queued $2 after $1 (pid $!)"
+    cd $PWD; $3" > "$runs/$2.log" 2>&1 &
+  echo $! > "$runs/$2.pid"; echo "queued $2 after $1 (pid $!)"
 }
 case "$stage" in
   setup)
@@ -182,9 +185,9 @@ case "$stage" in
     ;;
   bg)
     name=$1; shift
-    mkdir -p /tmp/lp/extras
-    OUT=/tmp/lp/extras setsid nohup bash "$0" "$@" > "/tmp/lp/$name.log" 2>&1 &
-    echo $! > "/tmp/lp/$name.pid"; echo "started $name: $* (pid $!)"
+    mkdir -p $runs/extras
+    OUT=$runs/extras setsid nohup bash "$0" "$@" > "$runs/$name.log" 2>&1 &
+    echo $! > "$runs/$name.pid"; echo "started $name: $* (pid $!)"
     ;;
   eval-modes)
     # One process, the model loaded once under Unsloth: the held-out eval with one padded call a turn, then in
@@ -209,18 +212,18 @@ case "$stage" in
   start)
     prepare_model
     name=$1; shift
-    mkdir -p "/tmp/lp/report-$name"
+    mkdir -p "$runs/report-$name"
     # shellcheck disable=SC2086
     setsid nohup python3 experiments/learning_proof.py --model "$model_dir" --data-dir /tmp/spider --work "$work" \
-      --results "/tmp/lp/results-$name.json" --report "/tmp/lp/report-$name/learning_proof.md" "$@" ${PROOF_FLAGS:-} \
-      > "/tmp/lp/$name.log" 2>&1 &
-    echo $! > "/tmp/lp/$name.pid"; echo "started $name (pid $!)"
+      --results "$runs/results-$name.json" --report "$runs/report-$name/learning_proof.md" "$@" ${PROOF_FLAGS:-} \
+      > "$runs/$name.log" 2>&1 &
+    echo $! > "$runs/$name.pid"; echo "started $name (pid $!)"
     ;;
   after)
     # Issue 10's short measurements queued behind a learning-proof run, so that one warm machine does both
     # without a device call in between (the machine goes back after 30 s idle).
     name=$1 adapter=$2
-    queue_behind "$name" after "x=/tmp/lp/extras
+    queue_behind "$name" after "x=$runs/extras
       echo '[after] dev eval'; python3 -m eval --checkpoint $adapter --out \$x/dev-eval --max-new-tokens 256 --no-progress
       echo '[after] 1.7B-shaped memory'; python3 models.py random --size 1.7b --out /tmp/q17 &&
         python3 benchmarks/gpu_backends.py --model /tmp/q17 --backends unsloth --variants stop+graphs --steps 3 \
@@ -238,13 +241,13 @@ case "$stage" in
     started_run=""
     [ "$1" = start ] && started_run="; $(until_ended "$2")"
     queue_behind "$name" "$queued" \
-      "echo '[then] $*'; OUT=/tmp/lp/extras bash $0 $*$started_run; echo '[then] done'"
+      "echo '[then] $*'; OUT=$runs/extras bash $0 $*$started_run; echo '[then] done'"
     ;;
   watch)
     # SECONDS counts from this script's start; a device call that also converts or starts runs must leave room
     # (2026-12-01f: `watch 540` after a convert ran past the call's 600 s and its files did not come back).
     deadline=$((SECONDS + $1))
-    running() { for pid in /tmp/lp/*.pid; do [ -e "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null && return 0; done; return 1; }
+    running() { for pid in $runs/*.pid; do [ -e "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null && return 0; done; return 1; }
     # Cut off by the call's time limit (timeout sends TERM first), it still hands back what there is.
     trap 'collect; exit 124' TERM
     while running && [ $SECONDS -lt $deadline ]; do sleep 5 & wait $!; done
@@ -252,7 +255,7 @@ case "$stage" in
     nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader || true
     ;;
   stop)
-    kill "$(cat "/tmp/lp/$1.pid")" && echo "stopped $1"
+    kill "$(cat "$runs/$1.pid")" && echo "stopped $1"
     ;;
   keep)
     # The device returns at most 8 files of 16 MiB, 64 MiB together, a call: 15 MiB pieces, 4 a call, and the

@@ -135,3 +135,21 @@ def test_an_unknown_model_is_refused_before_any_stage_runs(tmp_path: Path) -> No
     assert done.returncode == 2
     assert "MODEL must be 0.5b (Qwen2.5-Coder-0.5B, the default) or 1.5b (Qwen2.5-Coder-1.5B), not '7b'" in done.stderr
     assert list((tmp_path / "out").iterdir()) == []  # nothing converted, started or written
+
+
+@pytest.mark.parametrize("with_1_5b", [False, True])
+def test_watch_brings_back_every_phase_s_per_step_rows(tmp_path: Path, with_1_5b: bool) -> None:
+    """A session of the 0.5B alone (no q15 folder) lost its per-step rows once: the pattern for the 1.5B's phases
+    matched nothing and the whole archive was skipped."""
+    runs = tmp_path / "lp"
+    phases = ["mixed-seed27/mixed", "easy-seed27/easy"] + (["q15/sft-seed27/sft"] if with_1_5b else [])
+    for phase in phases:
+        (runs / phase).mkdir(parents=True)
+        (runs / phase / "metrics.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
+    out = tmp_path / "out"
+    env = os.environ | {"OUT": str(out), "RUNS_DIR": str(runs)}
+    done = subprocess.run(["bash", str(SCRIPT), "watch", "0"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    listed = subprocess.run(["tar", "tzf", str(out / "metrics.tgz")], capture_output=True, text=True, check=True)
+    assert sorted(listed.stdout.split()) == sorted(f"./{phase}/metrics.jsonl" for phase in phases)
