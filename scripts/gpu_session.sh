@@ -25,7 +25,8 @@
 #                  a step (6 x 1024 tokens each, micro-batch 6): which default fits the L4's 22.5 GiB; figures to $OUT
 #   bg NAME STAGE ARGS...  any stage in the background as run NAME (a `then` can wait on it); returns at once
 #   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
-#                  one after the other in one process (benchmarks/eval_generation.py); figures to $OUT
+#                  one after the other in one process (benchmarks/eval_generation.py); figures to
+#                  $OUT/eval-generation-RUN.json (RUN: the adapter's run folder, e.g. sft-seed28)
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
 #   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log;
 #                  returns at once. Start one and give it every seed (--arms sft easy mixed --seeds 0 1 2: arm
@@ -192,10 +193,13 @@ case "$stage" in
   eval-modes)
     # One process, the model loaded once under Unsloth: the held-out eval with one padded call a turn, then in
     # rounds (benchmarks/eval_generation.py; 2026-12-01e measured padded against continuous, 240 vs 214 s).
+    # Files named after the adapter's run (.../sft-seed28/sft/adapter: eval-generation-sft-seed28), so that two evals
+    # queued into one extras folder keep both.
+    figures="$out/eval-generation-$(basename "$(dirname "$(dirname "$1")")")"
     python3 benchmarks/eval_generation.py --checkpoint "$1" --data-dir "$work/data" --split dev --max-new-tokens 256 \
-      --modes ${MODES:-padded rounds} --out "$out/eval-generation.json" > "$out/eval-generation.log" 2>&1 \
+      --modes ${MODES:-padded rounds} --out "$figures.json" > "$figures.log" 2>&1 \
       || echo "eval_generation.py exited with $?"
-    grep -E "^ *[a-z]+: |x the time" "$out/eval-generation.log" || tail -5 "$out/eval-generation.log"
+    grep -E "^ *[a-z]+: |x the time" "$figures.log" || tail -5 "$figures.log"
     ;;
   proof)
     prepare_model

@@ -153,3 +153,15 @@ def test_watch_brings_back_every_phase_s_per_step_rows(tmp_path: Path, with_1_5b
     assert done.returncode == 0, done.stderr
     listed = subprocess.run(["tar", "tzf", str(out / "metrics.tgz")], capture_output=True, text=True, check=True)
     assert sorted(listed.stdout.split()) == sorted(f"./{phase}/metrics.jsonl" for phase in phases)
+
+
+def test_two_evals_of_adapters_keep_their_own_figures(tmp_path: Path) -> None:
+    """Two eval-modes queued into one extras folder: each adapter's figures are named after its run."""
+    out = tmp_path / "out"
+    env = os.environ | {"OUT": str(out), "RUNS_DIR": str(tmp_path / "lp")}
+    for seed in (28, 29):  # no eval_generation.py in this folder: the stage says so, and its log keeps the reason
+        done = subprocess.run(["bash", str(SCRIPT), "eval-modes", f"/tmp/lp/sft-seed{seed}/sft/adapter"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, check=False)
+        assert "eval_generation.py exited with 2" in done.stdout
+    assert sorted(path.name for path in out.iterdir()) == ["eval-generation-sft-seed28.log",
+                                                            "eval-generation-sft-seed29.log"]
