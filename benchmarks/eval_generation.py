@@ -25,6 +25,7 @@ from typing import Any
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_DIR))
+sys.path.insert(1, str(REPO_DIR / "experiments"))  # learning_proof's record of an eval, and its sibling modules
 
 from eval.checkpoint import import_unsloth
 from eval.evaluate import (
@@ -56,6 +57,7 @@ def differences(report: dict[str, Any], reference: dict[str, Any]) -> dict[str, 
 
 def run(settings: EvalSettings, modes: list[str]) -> dict[str, Any]:
     from eval.evaluate import build_policy, evaluate, load_questions
+    from learning_proof import summarize
 
     policy = build_policy(settings)
     split = load_questions(settings)
@@ -81,6 +83,9 @@ def run(settings: EvalSettings, modes: list[str]) -> dict[str, Any]:
             **changed,
             **{key: generation.get(key) for key in ("calls", "decode_steps", "row_steps", "new_tokens",
                                                      "idle_decode_share", "slowest_calls")},
+            # the learning proof's record of an eval (outcomes question by question, stop reasons, wrong-answer
+            # kinds): `learning_proof.py --add-heldout RUN THIS_FILE` makes it a run's held-out eval
+            "summary": summarize(report),
         }
         row = results[mode]
         print(f"{mode:>10}: {row['seconds']:8.1f} s, {row['calls']} calls, {row['decode_steps']} decode steps, "

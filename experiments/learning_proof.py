@@ -40,7 +40,10 @@ Each entry records a digest of its adapter's weights and of the warm-up it desce
 are compared (question by question, as an ablation, as a gain over the warm-up) only when their warm-up digests
 match, since a warm-up trained again need not come out the same. ``--train-only ARM...`` skips the evals of arms
 that only start later ones (for example ``--arms sft easy mixed mixed-only --train-only sft easy``: the
-curriculum against mixed-only in one session, from one warm-up).
+curriculum against mixed-only in one session, from one warm-up). Such an arm can still get its held-out eval
+afterwards from ``benchmarks/eval_generation.py`` (``bash scripts/gpu_session.sh eval-modes ADAPTER`` on the GPU
+machine): ``--add-heldout sft/seed28/epoch eval-generation-sft-seed28.json``, which keeps the outcomes question by
+question and says where the figure came from.
 """
 
 from __future__ import annotations
@@ -263,6 +266,37 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def add_heldout(results: dict[str, Any], run_key: str, figures_path: Path) -> str:
+    """Make an eval of ``benchmarks/eval_generation.py`` (its first mode's summary) the held-out eval of a run that
+    was trained only (``--train-only``), with a ``source`` naming the script and its settings. Returns what it
+    did; a ValueError says what does not fit (no such run, an eval the proof made itself, another split or budget)."""
+    run = results["runs"].get(run_key)
+    if run is None:
+        known = ", ".join(sorted(results["runs"])) or "none"
+        raise ValueError(f"no run {run_key!r} in the results (arm/seedN/scale; runs: {known})")
+    figures = json.loads(figures_path.read_text(encoding="utf-8"))
+    settings, modes = figures.get("settings", {}), figures.get("modes", {})
+    mode = next((name for name, row in modes.items() if "summary" in row), None)
+    if mode is None:
+        raise ValueError(f"{figures_path} holds no eval summary (written by benchmarks/eval_generation.py since "
+                         "2026-12-04c)")
+    scale = SCALES[run.get("scale", "gpu")]
+    asked = {"split": "dev", "max_new_tokens": scale.eval_max_new_tokens}
+    if wrong := {key: settings.get(key) for key, value in asked.items() if settings.get(key) != value}:
+        raise ValueError(f"{figures_path} evaluated {wrong}, the proof's held-out eval is {asked}")
+    if settings.get("limit") is not None:
+        raise ValueError(f"{figures_path} evaluated {settings['limit']} questions (--limit); held-out is all of dev")
+    earlier = run.get("evals", {}).get("heldout")
+    if earlier is not None and "source" not in earlier:
+        raise ValueError(f"{run_key} has the proof's own held-out eval; it stays")
+    summary = modes[mode]["summary"]
+    checkpoint = settings.get("checkpoint")
+    run.setdefault("evals", {})["heldout"] = dict(summary, source=(
+        f"benchmarks/eval_generation.py --modes {mode} (split dev, --max-new-tokens {settings['max_new_tokens']}, "
+        f"checkpoint {checkpoint}), run after the proof, which trained this arm only"))
+    return f"{run_key}: held-out {summary['accuracy']['overall']:.1%} from {figures_path} ({mode})"
+
+
 def questions_digest(questions: list[dict[str, Any]]) -> str:
     """Which questions, in which order: outcomes pair up only between evals with the same digest."""
     listing = "\n".join(f"{question['db_id']}\t{question['question']}" for question in questions)
@@ -425,6 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", type=Path, nargs="+", default=[], metavar="RESULTS",
                         help="add the runs of these results files (invocations run side by side) to --results, "
                              "then write the report")
+    parser.add_argument("--add-heldout", nargs=2, action="append", default=[], metavar=("RUN", "FIGURES"),
+                        help="the held-out eval of RUN (e.g. sft/seed28/epoch, trained only) from FIGURES, the JSON "
+                             "of benchmarks/eval_generation.py (bash scripts/gpu_session.sh eval-modes ADAPTER); "
+                             "repeatable, then write the report")
     arguments = parser.parse_args(argv)
 
     if arguments.quick:
@@ -455,7 +493,16 @@ def main(argv: list[str] | None = None) -> int:
         save_results(arguments.results, results)
         print(f"[proof] merged {len(arguments.merge)} results file(s) into {arguments.results}: "
               f"{len(results['runs'])} runs")
-    if arguments.report_only or arguments.merge:
+    if arguments.add_heldout:
+        for run_key, figures_path in arguments.add_heldout:
+            if not Path(figures_path).is_file():
+                parser.error(f"--add-heldout: no figures file at {figures_path}")
+            try:
+                print(f"[proof] {add_heldout(results, run_key, Path(figures_path))}")
+            except ValueError as error:
+                parser.error(f"--add-heldout: {error}")
+        save_results(arguments.results, results)
+    if arguments.report_only or arguments.merge or arguments.add_heldout:
         write_report(results, arguments.report, figures_dir, arguments.results)
         print(f"[proof] report: {arguments.report}")
         return 0

@@ -522,20 +522,31 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
     return rows
 
 
-def wrong_answer_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """Per arm, the held-out wrong answers by why, pooled over its runs that recorded it (eval's
-    wrong_answer_kinds, each listed in the eval's own order): the kinds, and a table row an arm."""
-    recorded = {arm: [kinds for run in runs_of(results, arm)
-                      if (kinds := run.get("evals", {}).get("heldout", {}).get("wrong_answer_kinds")) is not None]
+def held_out_counts_table(results: dict[str, Any], key: str) -> tuple[list[str], list[str]]:
+    """Per arm, a held-out eval's counts under ``key`` (wrong_answer_kinds, stop_reasons) pooled over the arm's runs
+    that recorded them, as shares of their total: the columns, in the order first met, and a table row an arm."""
+    recorded = {arm: [counts for run in runs_of(results, arm)
+                      if (counts := run.get("evals", {}).get("heldout", {}).get(key)) is not None]
                 for arm in report_lines(results)}
-    kinds_seen = list(dict.fromkeys(kind for runs in recorded.values() for kinds in runs for kind in kinds))
+    columns = list(dict.fromkeys(column for runs in recorded.values() for counts in runs for column in counts))
     rows = []
     for arm, runs in recorded.items():
-        wrong = sum(sum(kinds.values()) for kinds in runs)
-        if wrong:
-            shares = [sum(kinds.get(kind, 0) for kinds in runs) / wrong for kind in kinds_seen]
-            rows.append(f"| {arm} | {len(runs)} | {wrong} | " + " | ".join(f"{share:.1%}" for share in shares) + " |")
-    return kinds_seen, rows
+        total = sum(sum(counts.values()) for counts in runs)
+        if total:
+            shares = [sum(counts.get(column, 0) for counts in runs) / total for column in columns]
+            rows.append(f"| {arm} | {len(runs)} | {total} | " + " | ".join(f"{share:.1%}" for share in shares) + " |")
+    return columns, rows
+
+
+def wrong_answer_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Per arm, the held-out wrong answers by why (eval's wrong_answer_kinds)."""
+    return held_out_counts_table(results, "wrong_answer_kinds")
+
+
+def stop_reason_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Per arm, how the held-out episodes ended (eval's stop_reasons): a rise of malformed_tool_call is a format
+    defect, which a seed's adapters can carry from phase to phase."""
+    return held_out_counts_table(results, "stop_reasons")
 
 
 def pooled_lengths(results: dict[str, Any]) -> list[str]:
@@ -683,6 +694,13 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                        "counts as found):"), "",
                   "| arm | runs | wrong answers | " + " | ".join(wrong_kinds) + " |",
                   "|---" * (len(wrong_kinds) + 3) + "|", *wrong_rows]
+    stops, stop_rows = stop_reason_table(results)
+    if stop_rows:
+        lines += ["", ("How the held-out episodes ended, as shares of the episodes: no_tool_call is a turn without a "
+                       "call (the answer, or giving up), malformed_tool_call a call block the parser could not read, "
+                       "truncated a turn cut at the token budget:"), "",
+                  "| arm | runs | episodes | " + " | ".join(stops) + " |",
+                  "|---" * (len(stops) + 3) + "|", *stop_rows]
     ablations = ablation_rows(results)
     lines += ["", "## Ablations against the full setting (same seed, same warm-up)", ""]
     lines += ([("Each ablation against the arm it changes one thing of, both from the same warm-up; 'full vs "

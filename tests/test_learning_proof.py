@@ -383,3 +383,43 @@ def test_the_report_alone_loads_no_training_stack(tmp_path: Path) -> None:
             "print(sorted({'train', 'torch', 'unsloth', 'transformers', 'trl'} & set(sys.modules)))")
     result = subprocess.run([sys.executable, "-c", code], cwd=EXPERIMENTS, capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-1] == "[]" and (tmp_path / "report.md").is_file()
+
+
+def test_an_eval_of_eval_generation_becomes_a_trained_only_runs_held_out_eval(tmp_path: Path,
+                                                                                tiny_model_dir: Path) -> None:
+    """The GPU session evaluates its warm-ups with benchmarks/eval_generation.py to save time; its figures now
+    carry the proof's summary, so the warm-up's held-out eval pairs question by question with the arms after it."""
+    sys.path.insert(0, str(EXPERIMENTS.parent / "benchmarks"))
+    import eval_generation
+
+    figures = tmp_path / "figures.json"
+    assert eval_generation.main(["--checkpoint", str(tiny_model_dir), "--split", "dev", "--limit", "2",
+                                 "--max-new-tokens", "8", "--backend", "transformers", "--modes", "rounds",
+                                 "--out", str(figures)]) == 0
+    summary = json.loads(figures.read_text())["modes"]["rounds"]["summary"]
+    assert len(summary["outcomes"]) == 2 and summary["questions_digest"] and "stop_reasons" in summary
+
+    results_path = tmp_path / "results.json"
+    measured = json.loads((EXPERIMENTS.parent / "docs" / "learning_proof" / "results.json").read_text())
+    trained_only = dict(measured["runs"]["sft/seed27/epoch"], seed=28, evals={})
+    learning_proof.save_results(results_path, {"runs": {"sft/seed28/epoch": trained_only}})
+    whole = json.loads(figures.read_text())
+    whole["settings"]["limit"], whole["settings"]["max_new_tokens"] = None, 256  # as the GPU session's eval runs
+    figures.write_text(json.dumps(whole))
+    argv = ["--results", str(results_path), "--report", str(tmp_path / "report.md"), "--add-heldout"]
+    assert learning_proof.main([*argv, "sft/seed28/epoch", str(figures)]) == 0
+    heldout = json.loads(results_path.read_text())["runs"]["sft/seed28/epoch"]["evals"]["heldout"]
+    assert heldout["outcomes"] == summary["outcomes"] and "eval_generation.py --modes rounds" in heldout["source"]
+
+    results = learning_proof.load_results(results_path)
+    with pytest.raises(ValueError, match="no run 'sft/seed29/epoch'"):
+        learning_proof.add_heldout(results, "sft/seed29/epoch", figures)
+    results["runs"]["sft/seed28/epoch"]["evals"]["heldout"].pop("source")  # as if the proof had evaluated it
+    with pytest.raises(ValueError, match="has the proof's own held-out eval; it stays"):
+        learning_proof.add_heldout(results, "sft/seed28/epoch", figures)
+    whole["settings"]["split"] = "train"
+    figures.write_text(json.dumps(whole))
+    with pytest.raises(ValueError, match="evaluated {'split': 'train'}"):
+        learning_proof.add_heldout(learning_proof.load_results(results_path), "sft/seed28/epoch", figures)
+    with pytest.raises(SystemExit):  # a missing file: the parser's error, nothing written
+        learning_proof.main([*argv, "sft/seed28/epoch", str(tmp_path / "missing.json")])

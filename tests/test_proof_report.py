@@ -361,3 +361,20 @@ def test_an_arm_evaluated_by_another_script_counts_overall_and_says_where_its_fi
         line for line in lines if line.startswith("Held-out figures not from the proof's own eval"))
     assert "(trained only)" in next(line for line in lines if line.startswith("| sft | 26 |"))  # by the proof
 
+
+
+def test_how_held_out_episodes_ended_pools_an_arms_stop_reasons(tmp_path: Path) -> None:
+    measured = json.loads(RESULTS.read_text())["runs"]["base/seed0/gpu"]
+
+    def run(arm: str, seed: int, stops: dict[str, int]) -> dict:
+        return dict(measured, arm=arm, seed=seed, evals={"heldout": dict(measured["evals"]["heldout"],
+                                                                         stop_reasons=stops)})
+
+    results = {"runs": {"mixed/seed0/gpu": run("mixed", 0, {"no_tool_call": 6, "truncated": 2}),
+                        "mixed/seed1/gpu": run("mixed", 1, {"no_tool_call": 5, "malformed_tool_call": 3}),
+                        "sft/seed0/gpu": run("sft", 0, {"no_tool_call": 4})}}
+    columns, rows = proof_report.stop_reason_table(results)
+    assert columns == ["no_tool_call", "truncated", "malformed_tool_call"]
+    assert rows == ["| sft | 1 | 4 | 100.0% | 0.0% | 0.0% |", "| mixed | 2 | 16 | 68.8% | 12.5% | 18.8% |"]
+    proof_report.write_report(results, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    assert "| mixed | 2 | 16 | 68.8% | 12.5% | 18.8% |" in (tmp_path / "report.md").read_text()
