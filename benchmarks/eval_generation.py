@@ -56,8 +56,9 @@ def differences(report: dict[str, Any], reference: dict[str, Any]) -> dict[str, 
 
 
 def run(settings: EvalSettings, modes: list[str]) -> dict[str, Any]:
-    from eval.evaluate import build_policy, evaluate, load_questions
     from learning_proof import summarize
+
+    from eval.evaluate import build_policy, evaluate, load_questions
 
     policy = build_policy(settings)
     split = load_questions(settings)
