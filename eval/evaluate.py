@@ -29,11 +29,12 @@ from eval.model_policy import (
 )
 from eval.report import build_report
 from eval.runner import BatchPolicy, play_split
+from eval.vllm_policy import MISSING_VLLM, load_vllm_policy, vllm_available
 from policies import SCRIPTED_POLICIES, Policy, make_policy
 from spider_data import BUILTIN_DATA_DIR, SPLIT_FILES, SpiderSplit, load_split
 from sql_structure import Hardness
 
-BACKENDS = ("transformers", "unsloth")
+BACKENDS = ("transformers", "unsloth", "vllm")
 GENERATION_MODES = ("padded", "rounds", "continuous")
 DEFAULT_OUT_ROOT = Path("eval_out")
 
@@ -68,7 +69,9 @@ class EvalSettings:
     seed: int = field(default=0, metadata={"help": "Seed for sampling (temperature > 0)."})
     base_model: str | None = field(default=None, metadata={"help": "Base model for an adapter, if not its own."})
     backend: str = field(default_factory=default_backend,
-                         metadata={"help": "unsloth (default on a CUDA GPU with unsloth installed) or transformers."})
+                         metadata={"help": "unsloth (default on a CUDA GPU with unsloth installed), transformers, or "
+                                           "vllm (a CUDA GPU with vllm installed: continuous batching and prefix "
+                                           "caching; --generation does not apply)."})
     # rounds by default: on the H200 the 614 held-out questions took 78.6 s against 123.3 s padded, the same
     # accuracy (docs/gpu_measurements/eval_modes_2026-12-01f.json); on CPU 0.80x.
     generation: str = field(default="rounds", metadata={
@@ -104,6 +107,8 @@ class EvalSettings:
             raise ValueError(f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}")
         if self.generation not in GENERATION_MODES:
             raise ValueError(f"unknown generation {self.generation!r}; choose from {', '.join(GENERATION_MODES)}")
+        if self.backend == "vllm" and self.checkpoint is not None and not vllm_available():
+            raise ValueError(MISSING_VLLM)
         if self.generation == "continuous" and self.checkpoint is not None and self.backend == "unsloth":
             # Unsloth replaces the attention forward with its own kernels, which do not read a paged cache.
             raise ValueError("--generation continuous runs on transformers' own attention: add --backend transformers")
@@ -172,6 +177,10 @@ def build_policy(settings: EvalSettings) -> Policy | BatchPolicy:
     if settings.policy is not None:
         return make_policy(settings.policy)
     assert settings.checkpoint is not None
+    if settings.backend == "vllm":
+        return load_vllm_policy(settings.checkpoint, base_model=settings.base_model,
+                                max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
+                                seed=settings.seed, name=settings.name)
     if settings.backend == "unsloth":
         model, tokenizer = load_with_unsloth(settings.checkpoint)
     else:

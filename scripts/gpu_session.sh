@@ -27,6 +27,8 @@
 #   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
 #                  one after the other in one process (benchmarks/eval_generation.py); figures to
 #                  $OUT/eval-generation-RUN.json (RUN: the adapter's run folder, e.g. sft-seed28)
+#   veval ADAPTER  the held-out eval of ADAPTER through vLLM (python -m eval --backend vllm; after vinstall), then
+#                  through Unsloth: seconds and accuracy side by side, reports to $OUT/veval-RUN-BACKEND
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
 #   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log;
 #                  returns at once. Start one and give it every seed (--arms sft easy mixed --seeds 0 1 2: arm
@@ -200,6 +202,18 @@ case "$stage" in
       --modes ${MODES:-padded rounds} --out "$figures.json" > "$figures.log" 2>&1 \
       || echo "eval_generation.py exited with $?"
     grep -E "^ *[a-z]+: |x the time" "$figures.log" || tail -5 "$figures.log"
+    ;;
+  veval)
+    # The held-out eval of one adapter through vLLM, then through Unsloth's native path (rounds), each its own
+    # process (vLLM takes a share of the GPU for its cache): seconds and accuracy side by side (issue 32).
+    run=$(basename "$(dirname "$(dirname "$1")")")
+    for backend in vllm unsloth; do
+      python3 -m eval --checkpoint "$1" --backend "$backend" --data-dir "$work/data" --split dev --max-new-tokens 256 \
+        --no-progress --out "$out/veval-$run-$backend" > "$out/veval-$run-$backend.log" 2>&1 \
+        || echo "python -m eval --backend $backend exited with $?"
+      echo "$backend: $(grep -E "^[0-9.]+ s; report" "$out/veval-$run-$backend.log" || tail -3 "$out/veval-$run-$backend.log")"
+      grep -E "^\| overall" "$out/veval-$run-$backend.log" || true
+    done
     ;;
   proof)
     prepare_model
