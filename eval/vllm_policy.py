@@ -56,8 +56,9 @@ class VLLMPolicy(ModelPolicy):
         started = time.perf_counter()
         sampling = SamplingParams(
             max_tokens=self.max_new_tokens, stop_token_ids=list(self.stop_ids), skip_special_tokens=False,
-            **({"temperature": self.temperature, "top_k": -1, "top_p": 1.0, "seed": self.seed}
-               if self.temperature > 0 else {"temperature": 0.0}))
+            # vLLM's own top-k and top-p defaults consider every token (an explicit SamplingParams is not overridden
+            # by the model's generation_config, which for Qwen3 asks for top_k 20).
+            **({"temperature": self.temperature, "seed": self.seed} if self.temperature > 0 else {"temperature": 0.0}))
         outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in contexts], sampling, use_tqdm=False)
         if len(outputs) != len(contexts):
             raise RuntimeError(f"vLLM returned {len(outputs)} turns for {len(contexts)} contexts")
