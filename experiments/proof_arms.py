@@ -78,6 +78,14 @@ ARMS = {
     # on all four classes.
     "mixed-all": Arm("mixed-all", "mixed", "easy", "mixed_steps", ("--curriculum", str(MIXED_ALL_CURRICULUM)),
                      ablates="mixed"),
+    # Issue 29's other settings, each against plain mixed from the same easy adapter. The loss: TRL's default "dapo"
+    # averages over the tokens of the whole batch; Dr. GRPO divides by a constant (the completion budget), so an
+    # episode's weight does not depend on the lengths beside it.
+    "mixed-dr-grpo": Arm("mixed-dr-grpo", "mixed", "easy", "mixed_steps", ("--loss_type", "dr_grpo"),
+                         ablates="mixed"),
+    # The rollouts' temperature: 44-63% of the mixed phase's groups start with no right episode at all (seed 27); a
+    # hotter sampler writes more different SQL per group, so more of those groups may hold one right episode.
+    "mixed-temp1.2": Arm("mixed-temp1.2", "mixed", "easy", "mixed_steps", ("--temperature", "1.2"), ablates="mixed"),
     # Learning rate (issue 29's settings): the epoch scale's 16 groups a step give 28 optimizer steps an easy epoch, a
     # tenth of the warm-up's 1e-3; 1e-4 asks whether the default 2e-5 leaves the LoRA where the warm-up put it.
     "easy-lr1e-4": Arm("easy-lr1e-4", "easy", "sft", "easy_steps", ("--learning_rate", "1e-4"), ablates="easy"),
