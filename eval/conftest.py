@@ -50,3 +50,18 @@ def spider_sample(spider_path: Path) -> SpiderSplit:
         examples=full.examples[::SPIDER_SAMPLE_STRIDE],
         missing_databases=full.missing_databases,
     )
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tiny_model_dir: Path) -> Any:
+    """The tiny model's tokenizer: the real Qwen3 tokenizer and chat template."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def builtin_sample(builtin_data_dir: Path) -> SpiderSplit:
+    """Every sixth built-in dev question: a few episodes of every kind the model policies play."""
+    split = load_split(builtin_data_dir, "dev", progress=False)
+    return SpiderSplit(data_dir=split.data_dir, split=split.split, examples=split.examples[::6])

@@ -18,7 +18,7 @@ from eval.report import NO_QUERY_SQL, write_report
 from eval.runner import StopReason, play_batched, play_split
 from policies import OraclePolicy, ToolCall
 from prompt import system_prompt
-from spider_data import SpiderSplit, load_split, to_grpo_rows
+from spider_data import SpiderSplit, to_grpo_rows
 
 # --- parsing a turn -------------------------------------------------------------------------------
 
@@ -95,19 +95,6 @@ class OracleWritingModel:
         width = max(map(len, completions))
         padded = [completion + [options["pad_token_id"]] * (width - len(completion)) for completion in completions]
         return torch.cat([input_ids, torch.tensor(padded)], dim=1)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir: Path) -> Any:
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(tiny_model_dir)
-
-
-@pytest.fixture(scope="module")
-def builtin_sample(builtin_data_dir: Path) -> SpiderSplit:
-    split = load_split(builtin_data_dir, "dev", progress=False)
-    return SpiderSplit(data_dir=split.data_dir, split=split.split, examples=split.examples[::6])
 
 
 def test_a_model_writing_the_oracles_calls_scores_like_the_oracle(tokenizer: Any, builtin_sample: SpiderSplit) -> None:

@@ -19,7 +19,7 @@ from eval.vllm_policy import MISSING_VLLM, VLLMPolicy, served_folder, vllm_avail
 from models import save_tool_token_rows
 from policies import OraclePolicy
 from prompt import system_prompt
-from spider_data import SpiderSplit, load_split, to_grpo_rows
+from spider_data import SpiderSplit, to_grpo_rows
 
 
 class SamplingParams:
@@ -68,19 +68,6 @@ class OracleWritingEngine:
                                          finish_reason="stop", stop_reason=None if eos else stopped_by)
             outputs.append(SimpleNamespace(outputs=[sample]))
         return outputs
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir: Path) -> Any:
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(tiny_model_dir)
-
-
-@pytest.fixture(scope="module")
-def builtin_sample(builtin_data_dir: Path) -> SpiderSplit:
-    split = load_split(builtin_data_dir, "dev", progress=False)
-    return SpiderSplit(data_dir=split.data_dir, split=split.split, examples=split.examples[::6])
 
 
 def policy_on(engine: OracleWritingEngine, tokenizer: Any, tiny_model_dir: Path, **options: Any) -> VLLMPolicy:
