@@ -240,6 +240,10 @@ def eval_argv(checkpoint: Path, data: Path, split: str, out: Path, scale: Scale,
     return argv
 
 
+UNREADABLE_EXAMPLES = 3
+MAX_EXAMPLE_CHARS = 400
+
+
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
     """What the report shows of one eval: accuracy by hardness and the protocol numbers, overall, and each scored
     question's outcome (a "1"/"0" string in the split's order, with a digest of which questions those are), so that
@@ -263,6 +267,10 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         # why the wrong answers were wrong (eval/metrics.py; absent from reports before 2026-12-04b)
         "wrong_answer_kinds": report.get("wrong_answer_kinds"),
         "generation": report["timing"].get("generation", {}),
+        # what a format defect looks like: the last turn of the first few episodes that ended on a tool call the
+        # parser could not read (seed 27's easy adapter ended 38 held-out episodes so, unseen in any other seed)
+        "unreadable_call_examples": [question.get("final_text", "")[:MAX_EXAMPLE_CHARS] for question in scored
+                                     if question.get("stop_reason") == "malformed_tool_call"][:UNREADABLE_EXAMPLES],
     }
 
 

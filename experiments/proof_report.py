@@ -549,6 +549,18 @@ def stop_reason_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     return held_out_counts_table(results, "stop_reasons")
 
 
+def unreadable_call_lines(results: dict[str, Any]) -> list[str]:
+    """One unreadable tool call as the model wrote it, per run that kept some (newest evals keep a few): what the
+    format defect is, read off the report instead of a GPU machine that is gone."""
+    lines = []
+    for key in sorted(results["runs"]):
+        examples = results["runs"][key].get("evals", {}).get("heldout", {}).get("unreadable_call_examples")
+        if examples:
+            written = examples[0].replace("`", "'").replace("\n", "\\n")
+            lines.append(f"- {key}: `{written}`")
+    return lines
+
+
 def pooled_lengths(results: dict[str, Any]) -> list[str]:
     """For each arm whose evaluated runs differ in GRPO steps: which seeds ran how many (the accuracy table pools
     them, so that a shorter line counts as a line)."""
@@ -701,6 +713,10 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                        "truncated a turn cut at the token budget:"), "",
                   "| arm | runs | episodes | " + " | ".join(stops) + " |",
                   "|---" * (len(stops) + 3) + "|", *stop_rows]
+    unreadable = unreadable_call_lines(results)
+    if unreadable:
+        lines += ["", "An unreadable tool call as the model wrote it (the first an eval kept; line breaks as \\n):", "",
+                  *unreadable]
     ablations = ablation_rows(results)
     lines += ["", "## Ablations against the full setting (same seed, same warm-up)", ""]
     lines += ([("Each ablation against the arm it changes one thing of, both from the same warm-up; 'full vs "

@@ -378,3 +378,16 @@ def test_how_held_out_episodes_ended_pools_an_arms_stop_reasons(tmp_path: Path) 
     assert rows == ["| sft | 1 | 4 | 100.0% | 0.0% | 0.0% |", "| mixed | 2 | 16 | 68.8% | 12.5% | 18.8% |"]
     proof_report.write_report(results, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
     assert "| mixed | 2 | 16 | 68.8% | 12.5% | 18.8% |" in (tmp_path / "report.md").read_text()
+
+
+def test_the_report_shows_an_unreadable_tool_call_as_the_model_wrote_it(tmp_path: Path) -> None:
+    measured = json.loads(RESULTS.read_text())["runs"]["base/seed0/gpu"]
+    written = '<tool_call>\n{"name": "query", "arguments": {"sql": "SELECT `a` FROM t WHERE b = "x""}}\n</tool_call>'
+    heldout = dict(measured["evals"]["heldout"], unreadable_call_examples=[written, "another"])
+    results = {"runs": {"mixed/seed27/epoch": dict(measured, arm="mixed", seed=27, evals={"heldout": heldout}),
+                        "sft/seed0/gpu": measured}}  # from before examples were kept: no line
+    expected = ('- mixed/seed27/epoch: `<tool_call>\\n{"name": "query", "arguments": {"sql": "SELECT \'a\' FROM t '
+                'WHERE b = "x""}}\\n</tool_call>`')
+    assert proof_report.unreadable_call_lines(results) == [expected]
+    proof_report.write_report(results, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    assert expected in (tmp_path / "report.md").read_text()
