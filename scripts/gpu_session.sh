@@ -26,7 +26,8 @@
 #   bg NAME STAGE ARGS...  any stage in the background as run NAME (a `then` can wait on it); returns at once
 #   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
 #                  one after the other in one process (benchmarks/eval_generation.py); figures to
-#                  $OUT/eval-generation-RUN.json (RUN: the adapter's run folder, e.g. sft-seed28)
+#                  $OUT/eval-generation-RUN.json (RUN: the adapter's run folder, e.g. sft-seed28); here, an arm the
+#                  proof trained only gets it as its held-out eval: learning_proof.py --add-heldout sft/seed28/epoch FILE
 #   veval ADAPTER  the held-out eval of ADAPTER through vLLM (python -m eval --backend vllm; after vinstall), then
 #                  through Unsloth: seconds and accuracy side by side, reports to $OUT/veval-RUN-BACKEND
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
