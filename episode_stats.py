@@ -15,6 +15,7 @@ Training logs them every step (training_logs.py, metrics.jsonl) and the eval rep
     post_episode_calls   episode/post_episode_calls      post_episode_calls
     tool_error_rate      episode/tool_error_rate         tool_error_rate
     gold_seen_wrong      episode/gold_seen_wrong         wrong_answer_kinds' first two, as counts
+    unreadable_call_end  episode/unreadable_call_end     stop_reasons' malformed_tool_call (and truncated calls)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_env import EpisodeRecord, unknown_tool_calls
+from chat_format import TOOL_CALL_START
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class EpisodeOutcome:
     unknown_tool_calls: int  # calls of tools the environment does not have: they never reach it
     saw_gold_result: bool = False  # one of its queries returned the gold result (agent_env's check, first 20 rows)
     executed_queries: int = 0  # queries that ran without an error
+    # its last turn opened a tool call the parser could not read (malformed, or cut at the budget): a format defect
+    ended_on_unreadable_call: bool = False
 
     @property
     def calls(self) -> int:
@@ -59,7 +63,18 @@ def episode_outcome(episode: EpisodeRecord, messages: list[dict[str, Any]]) -> E
         unknown_tool_calls=unknown,
         saw_gold_result=episode.saw_gold_result,
         executed_queries=episode.executed_queries,
+        ended_on_unreadable_call=ended_on_unreadable_call(messages),
     )
+
+
+def ended_on_unreadable_call(messages: list[dict[str, Any]]) -> bool:
+    """The last assistant turn holds ``<tool_call>`` but no call was read from it: TRL's tool loop then ends the
+    episode there, without an answer (seed 27's easy adapter ended 6% of held-out episodes so)."""
+    turns = [message for message in messages if message.get("role") == "assistant"]
+    if not turns or turns[-1].get("tool_calls"):
+        return False
+    content = turns[-1].get("content")
+    return isinstance(content, str) and TOOL_CALL_START in content
 
 
 # Why wrong episodes were wrong, in the order a report lists them. The first two lost a result their own query had
@@ -94,6 +109,8 @@ class EpisodeStats:
     tool_error_rate: float | None  # see tool_error_rate
     # share of episodes that were wrong although one of their queries returned the gold result: lost in the answer
     gold_seen_wrong: float | None = None
+    # share of episodes that ended on a tool call the parser could not read (ended_on_unreadable_call)
+    unreadable_call_end: float | None = None
 
 
 def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
@@ -106,6 +123,7 @@ def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
         tool_error_rate=tool_error_rate(sum(outcome.failed_calls for outcome in outcomes),
                                         sum(outcome.calls for outcome in outcomes)),
         gold_seen_wrong=mean([float(wrong_answer_kind(outcome) in LOST_IN_THE_ANSWER) for outcome in outcomes]),
+        unreadable_call_end=mean([float(outcome.ended_on_unreadable_call) for outcome in outcomes]),
     )
 
 

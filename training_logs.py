@@ -180,6 +180,7 @@ class RolloutLogger(TrainerCallback):
         log_metric("episode/post_episode_calls", stats.post_episode_calls or 0.0)
         log_metric("episode/tool_error_rate", stats.tool_error_rate or 0.0)
         log_metric("episode/gold_seen_wrong", stats.gold_seen_wrong or 0.0)
+        log_metric("episode/unreadable_call_end", stats.unreadable_call_end or 0.0)
         log_metric("episode/zero_advantage_groups", zero_advantage_share(rewards, self.group_size))
         all_solved, none_solved = solved_group_shares([episode.is_correct for episode in episodes], self.group_size)
         log_metric("episode/groups_all_correct", all_solved)
@@ -305,8 +306,9 @@ def report_run(out_dir: Path, log_history: list[dict[str, Any]], totals: RunTota
     print(f"[train] {totals.summary()}", flush=True)
     for warning in learned_nothing_warnings(log_history, totals):
         print(f"[train] {warning}", flush=True)
-    if note := alike_groups_note(log_history):
-        print(f"[train] {note}", flush=True)
+    for note in (alike_groups_note(log_history), unreadable_calls_note(log_history)):
+        if note:
+            print(f"[train] {note}", flush=True)
     return curves
 
 
@@ -358,6 +360,27 @@ def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
               else "--oversample_groups 8 (DAPO's dynamic sampling) trains on groups with spread first")
     return (f"NOTE: {share:.0%} of the groups trained on in the last {len(last)} of {len(shares)} steps scored alike "
             f"(all right or all wrong), so they gave no gradient; {advice}")
+
+
+# Episodes that end on a tool call the parser cannot read get no answer and reward 0. Every plain mixed run of the
+# real 0.5B ended 0.2-0.8% of its held-out episodes so; one seed's adapters 6% (docs/gpu.md, 2026-12-04c).
+UNREADABLE_CALLS_NOTE_SHARE = 0.03
+
+
+def unreadable_calls_note(log_history: list[dict[str, Any]]) -> str | None:
+    """A line for a run whose episodes near its end often stopped on a tool call the parser could not read (a format
+    defect, which the accuracy alone does not tell apart from wrong SQL); None otherwise or for a short run."""
+    shares = [entry["episode/unreadable_call_end"] for entry in log_history if "episode/unreadable_call_end" in entry]
+    if len(shares) < NOTE_AFTER_STEPS:
+        return None
+    last = shares[-(len(shares) // 10):]
+    share = statistics.fmean(last)
+    if share <= UNREADABLE_CALLS_NOTE_SHARE:
+        return None
+    return (f"NOTE: {share:.0%} of the episodes in the last {len(last)} of {len(shares)} steps ended on a tool call "
+            "the parser could not read (no answer, reward 0); rollouts.jsonl shows how they were written. On the "
+            "real 0.5B, --learning_rate 5e-5 unlearned such a defect within one mixed epoch where 2e-5 kept it "
+            "(docs/results.md)")
 
 
 def model_card(base_model: str, phase: str, hardness: tuple[str, ...], start_adapter: Path | None) -> str:

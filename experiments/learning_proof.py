@@ -312,7 +312,7 @@ def questions_digest(questions: list[dict[str, Any]]) -> str:
 
 
 CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_episode_calls", "episode/accuracy",
-              "episode/accuracy_exact_text", "episode/gold_seen_wrong",
+              "episode/accuracy_exact_text", "episode/gold_seen_wrong", "episode/unreadable_call_end",
               "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib", "rollout/generation_s",
               "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens",
               "episode/groups_all_correct", "episode/groups_none_correct", "sampler/deferred",

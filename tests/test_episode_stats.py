@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent_env import EpisodeRecord
 from episode_stats import (GOLD_NOT_SEEN, GOLD_SEEN_ANSWERED_WRONG, GOLD_SEEN_NO_ANSWER, NO_QUERY_RAN, EpisodeOutcome,
-                           episode_stats, wrong_answer_kind)
+                           ended_on_unreadable_call, episode_outcome, episode_stats, wrong_answer_kind)
 
 
 def outcome(correct: bool = False, answered: bool = True, saw_gold: bool = False, queries: int = 1) -> EpisodeOutcome:
@@ -28,3 +29,18 @@ def test_the_share_that_lost_a_found_result_counts_wrong_episodes_only() -> None
                 outcome()]
     assert episode_stats(outcomes).gold_seen_wrong == pytest.approx(2 / 4)
     assert episode_stats([]).gold_seen_wrong is None
+
+
+def test_an_episode_that_ended_on_a_call_the_parser_could_not_read_is_counted() -> None:
+    read = {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": "describe", "arguments": {"table": "singer"}}}]}
+    reply = {"role": "tool", "name": "describe", "content": "CREATE TABLE singer (name TEXT)"}
+    unreadable = {"role": "assistant", "content": '<tool_call>\n{"name": "query", "arguments": {"sql": "SELECT "a""}}'}
+    assert ended_on_unreadable_call([read, reply, unreadable])
+    assert not ended_on_unreadable_call([read, reply])  # the last turn's call was read
+    assert not ended_on_unreadable_call([read, reply, {"role": "assistant", "content": "Done."}])
+    assert not ended_on_unreadable_call([])
+    outcomes = [episode_outcome(EpisodeRecord(), [read, reply, unreadable]), episode_outcome(EpisodeRecord(), [read])]
+    assert [outcome.ended_on_unreadable_call for outcome in outcomes] == [True, False]
+    assert episode_stats(outcomes).unreadable_call_end == pytest.approx(1 / 2)
+    assert episode_stats([]).unreadable_call_end is None

@@ -874,6 +874,18 @@ def test_the_run_summary_names_episodes_per_second_after_the_warm_up_step() -> N
     assert "3 steps" in summary and "median step time 2.50 s" in summary and "2.50 episodes/s" in summary
 
 
+def test_a_run_whose_episodes_end_on_unreadable_calls_says_so() -> None:
+    from training_logs import unreadable_calls_note
+
+    steps = [{"episode/unreadable_call_end": 0.0}] * 18 + [{"episode/unreadable_call_end": 0.0625}] * 2
+    note = unreadable_calls_note(steps)
+    assert note is not None and note.startswith("NOTE: 6% of the episodes in the last 2 of 20 steps ended on a tool "
+                                                "call the parser could not read")
+    assert unreadable_calls_note(steps[:9]) is None  # too short to say
+    assert unreadable_calls_note([{"episode/unreadable_call_end": 0.02}] * 20) is None  # the usual few
+    assert unreadable_calls_note([{"reward": 0.5}] * 20) is None  # logged before the metric existed
+
+
 def test_a_run_that_trained_mostly_on_alike_groups_near_its_end_says_what_to_try() -> None:
     from training_logs import alike_groups_note
 
