@@ -678,8 +678,8 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                  for key, run in sorted(results["runs"].items())
                  for summary in [run.get("evals", {}).get("heldout") or {}] if "source" in summary]
     if elsewhere:  # an arm the proof only trained, evaluated afterwards by another script
-        lines += ["", "Held-out figures not from the proof's own eval, overall only, pooled above: "
-                  + "; ".join(elsewhere) + "."]
+        lines += ["", "Held-out figures not from the proof's own eval (pooled above; those from before 2026-12-04c "
+                  "are overall only): " + "; ".join(elsewhere) + "."]
     lengths = pooled_lengths(results)
     if lengths:
         lines += ["", "Pooled runs of different lengths (GRPO steps): " + "; ".join(lengths) + "."]
