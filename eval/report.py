@@ -159,6 +159,18 @@ def wrong_answer_lines(kinds: dict[str, int] | None, overall: dict[str, Any]) ->
     return [f"Why the {wrong} wrong {'answer was' if wrong == 1 else 'answers were'} wrong: {listed}.", ""]
 
 
+def unreadable_call_lines(questions: list[dict[str, Any]]) -> list[str]:
+    """The first episode that ended on a tool call the parser could not read, its last turn as written: what the
+    stop reason's count alone cannot show (an unescaped quote in the JSON, a cut call, another format)."""
+    written = next((question.get("final_text") for question in questions
+                    if question.get("stop_reason") == "malformed_tool_call" and question.get("final_text")), None)
+    if written is None:
+        return []
+    longest_run = max((len(run) for run in re.findall(r"`+", written)), default=0)
+    fence = "`" * max(3, longest_run + 1)  # a fence the text's own backticks cannot close
+    return ["The first unreadable tool call, as the model wrote it:", "", fence, written, fence, ""]
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     settings, counts, timing = report["settings"], report["counts"], report["timing"]
     skipped = ", ".join(f"{reason}: {count}" for reason, count in counts["skipped_by_reason"].items())
@@ -182,6 +194,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"How the agent stopped: {stops}.",
         "",
+        *unreadable_call_lines(report["questions"]),
         *wrong_answer_lines(report.get("wrong_answer_kinds"), report["by_hardness"]["overall"]),
         f"![accuracy and steps by hardness]({CHART_PNG})",
         "",

@@ -102,3 +102,17 @@ def test_markdown_report_has_the_table_chart_and_official_command(written: dict[
 
 def test_chart_is_a_png(written: dict[str, Path]) -> None:
     assert written["by_hardness.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_report_shows_the_first_unreadable_tool_call_as_written(tmp_path: Path) -> None:
+    written = '<tool_call>\n{"name": "query", "arguments": {"sql": "SELECT * FROM t WHERE a = "x""}}'
+    records = [*RECORDS, record(stop_reason="malformed_tool_call", final_text=written, steps=1),
+               record(stop_reason="malformed_tool_call", final_text="another", steps=1)]
+    files = report_module.write_report(report_module.build_report(records, settings=SETTINGS, elapsed_s=2.0), tmp_path)
+    markdown = files["report.md"].read_text()
+    assert f"The first unreadable tool call, as the model wrote it:\n\n```\n{written}\n```" in markdown
+    assert "another" not in markdown
+    fenced = {"stop_reason": "malformed_tool_call", "final_text": "```sql\nSELECT 1\n```"}
+    assert report_module.unreadable_call_lines([fenced])[2] == "````"  # the text's own fence cannot close it
+    plain = report_module.render_markdown(report_module.build_report(RECORDS, settings=SETTINGS, elapsed_s=2.0))
+    assert "unreadable" not in plain
