@@ -344,22 +344,36 @@ ALIKE_GROUPS_TARGET = 0.20
 NOTE_AFTER_STEPS = 10  # a shorter run's last tenth is one step: too few groups to say anything
 
 
+@dataclass(frozen=True)
+class LastTenth:
+    """A logged share's mean over the last tenth of a run's steps."""
+
+    share: float
+    steps: int  # steps in the last tenth
+    of_steps: int  # steps that logged the share
+
+
+def last_tenth(log_history: list[dict[str, Any]], key: str) -> LastTenth | None:
+    """``key``'s mean over the last tenth of the steps that logged it; None for a run too short to say anything."""
+    shares = [entry[key] for entry in log_history if key in entry]
+    if len(shares) < NOTE_AFTER_STEPS:
+        return None
+    last = shares[-(len(shares) // 10):]
+    return LastTenth(statistics.fmean(last), len(last), len(shares))
+
+
 def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
     """A line for a run that trained mostly on groups with no reward spread near its end, with what to try; None
     for a short run or one under the target. Counts the groups trained on (oversampling drops alike ones)."""
     trained = "oversample/trained_zero_advantage_share"
     key = trained if any(trained in entry for entry in log_history) else "frac_reward_zero_std"
-    shares = [entry[key] for entry in log_history if key in entry]
-    if len(shares) < NOTE_AFTER_STEPS:
-        return None
-    last = shares[-(len(shares) // 10):]
-    share = statistics.fmean(last)
-    if share <= ALIKE_GROUPS_TARGET:
+    tail = last_tenth(log_history, key)
+    if tail is None or tail.share <= ALIKE_GROUPS_TARGET:
         return None
     advice = ("more extra groups (--oversample_groups) or --sampling informative" if key == trained
               else "--oversample_groups 8 (DAPO's dynamic sampling) trains on groups with spread first")
-    return (f"NOTE: {share:.0%} of the groups trained on in the last {len(last)} of {len(shares)} steps scored alike "
-            f"(all right or all wrong), so they gave no gradient; {advice}")
+    return (f"NOTE: {tail.share:.0%} of the groups trained on in the last {tail.steps} of {tail.of_steps} steps scored "
+            f"alike (all right or all wrong), so they gave no gradient; {advice}")
 
 
 # Episodes that end on a tool call the parser cannot read get no answer and reward 0. Every plain mixed run of the
@@ -370,15 +384,11 @@ UNREADABLE_CALLS_NOTE_SHARE = 0.03
 def unreadable_calls_note(log_history: list[dict[str, Any]]) -> str | None:
     """A line for a run whose episodes near its end often stopped on a tool call the parser could not read (a format
     defect, which the accuracy alone does not tell apart from wrong SQL); None otherwise or for a short run."""
-    shares = [entry["episode/unreadable_call_end"] for entry in log_history if "episode/unreadable_call_end" in entry]
-    if len(shares) < NOTE_AFTER_STEPS:
+    tail = last_tenth(log_history, "episode/unreadable_call_end")
+    if tail is None or tail.share <= UNREADABLE_CALLS_NOTE_SHARE:
         return None
-    last = shares[-(len(shares) // 10):]
-    share = statistics.fmean(last)
-    if share <= UNREADABLE_CALLS_NOTE_SHARE:
-        return None
-    return (f"NOTE: {share:.0%} of the episodes in the last {len(last)} of {len(shares)} steps ended on a tool call "
-            "the parser could not read (no answer, reward 0); rollouts.jsonl shows how they were written. On the "
+    return (f"NOTE: {tail.share:.0%} of the episodes in the last {tail.steps} of {tail.of_steps} steps ended on a tool "
+            "call the parser could not read (no answer, reward 0); rollouts.jsonl shows how they were written. On the "
             "real 0.5B, --learning_rate 5e-5 unlearned such a defect within one mixed epoch where 2e-5 kept it "
             "(docs/results.md)")
 
