@@ -18,7 +18,10 @@ Every arm is the project's own commands, run in this process (``train.py``, ``py
 - the penalty's own line: ``sft-habit``, a warm-up that keeps calling tools after answering in 60% of its
   oracle episodes (``--sft_never_stop_share``), ``easy-habit`` from it and ``no-penalty-habit`` (the same
   without the penalty): after the plain warm-up no model calls a tool once the episode is over, so the
-  penalty has nothing to act on there.
+  penalty has nothing to act on there;
+- the warm-up's size: ``sft-4x`` (four times the scale's oracle episodes), ``easy-sft4x`` and ``mixed-sft4x``
+  from it, each compared with the scale's own line of the same seed (the warm-ups differ by design, so these
+  pair by seed and scale, not by warm-up digest).
 After each arm, ``python -m eval`` runs on the held-out databases (all their questions) and on the
 training part's easy questions. Data: real Spider (``--data-dir``, default ../shared/spider) split by
 database: the databases in experiments/heldout_databases.txt are held out of every phase and warm-up.
@@ -38,7 +41,7 @@ the arms grown from it are not run for that seed: GRPO from it would see only ze
 
 Each entry records a digest of its adapter's weights and of the warm-up it descends from; two arms of a seed
 are compared (question by question, as an ablation, as a gain over the warm-up) only when their warm-up digests
-match, since a warm-up trained again need not come out the same. ``--train-only ARM...`` skips the evals of arms
+match (the warm-up-size arms above excepted), since a warm-up trained again need not come out the same. ``--train-only ARM...`` skips the evals of arms
 that only start later ones (for example ``--arms sft easy mixed mixed-only --train-only sft easy``: the
 curriculum against mixed-only in one session, from one warm-up). Such an arm can still get its held-out eval
 afterwards from ``benchmarks/eval_generation.py`` (``bash scripts/gpu_session.sh eval-modes ADAPTER`` on the GPU
@@ -201,7 +204,7 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
     common = ["--model", str(model), "--data_dir", str(data), "--output_dir", str(out), "--seed", str(seed),
               "--report_to", "none"]
     if arm.phase == "sft":
-        return ["--phase", "sft", *common, "--max_questions", str(scale.sft_questions),
+        return ["--phase", "sft", *common, "--max_questions", str(scale.sft_questions * arm.warm_up_questions_times),
                 "--sft_epochs", str(scale.sft_epochs), "--sft_batch_size", str(scale.sft_batch_size),
                 "--sft_hardness", "easy", "medium", "--learning_rate", str(scale.sft_learning_rate),
                 # Micro-batches of 4, as every warm-up measured (the warm-up takes no accumulation).

@@ -243,6 +243,25 @@ def test_arms_pair_up_only_when_they_started_from_the_same_warm_up() -> None:
         "| 6 | sft -> mixed-informative | 4 | 1 -> 4 | 3 | 0 | 0.25 |"]
 
 
+def test_a_larger_warm_ups_line_is_compared_with_the_scales_own_line_of_the_seed_and_gains_over_its_own_warm_up(
+        ) -> None:
+    def run(arm: str, outcomes: str, warm_up: str) -> dict:
+        return dict(_grpo_run(arm, 7, outcomes.count("1") / 4, outcomes, zero_share=0.25, reward=0.5, scale="epoch"),
+                    warm_up_digest=warm_up)
+
+    runs = {"sft/seed7/epoch": run("sft", "1000", "a"), "mixed/seed7/epoch": run("mixed", "1100", "a"),
+            "sft-4x/seed7/epoch": run("sft-4x", "1100", "b"), "mixed-sft4x/seed7/epoch": run("mixed-sft4x", "1111", "b")}
+    # The two lines' warm-ups differ by design: they still pair, by seed and scale.
+    assert [row.split(" | ")[:4] for row in proof_report.ablation_rows({"runs": runs})] == [
+        ["| sft-4x@epoch", "sft@epoch", "7", "3 / 3"], ["| mixed-sft4x@epoch", "mixed@epoch", "7", "3 / 3"]]
+    # What GRPO adds is measured against the warm-up each line grew from, never the other line's.
+    assert proof_report.gains_over_warm_up({"runs": runs}, "mixed@epoch") == [0.25]
+    assert proof_report.gains_over_warm_up({"runs": runs}, "mixed-sft4x@epoch") == [0.5]
+    # A seed's mixed arm from another session's warm-up (other digest) still does not pair with this one.
+    other = dict(runs, **{"mixed-lr5e-5/seed7/epoch": run("mixed-lr5e-5", "1111", "c")})
+    assert proof_report.ablation_pairs({"runs": other}, "mixed-lr5e-5") == []
+
+
 def test_the_penalty_is_judged_by_the_calls_after_the_episode_with_and_without_it_from_the_habit_warm_up() -> None:
     def run(arm: str, calls: list[float], held_out_calls: float) -> dict:
         entry = _grpo_run(arm, 8, 0.5, "1100", zero_share=0.25, reward=0.5)
@@ -318,14 +337,15 @@ def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_war
             "mixed-informative/seed2/epoch": run("mixed-informative", 2, 0.42, (0.4,) * 10),
             "mixed-oversample/seed1/epoch": run("mixed-oversample", 1, 0.40, (0.0,) * 9 + (0.2,), trained=True),
             "mixed/seed1/gpu": {"arm": "mixed", "seed": 1, "evals": {"heldout": _heldout(0.50)}}}
-    gain, share = proof_report.plan_scale_rows({"runs": runs})
+    gain, final, share = proof_report.plan_scale_rows({"runs": runs})
     assert gain[1] == ("mixed-informative@epoch: 6.0 points ± 0.0 (n=2); mixed-oversample@epoch: 3.0 points (n=1)")
     assert gain[2] == "5 points or more on mixed-informative@epoch, 2 of the 3 seeds asked"  # the gpu line is not here
+    assert final[1:] == ("mixed-informative@epoch: 42.5% ± 0.7 (n=2); mixed-oversample@epoch: 40.0% (n=1)", "fail")
     # the last tenth only (one step of ten), and oversampling's own share of the groups it trained on
     assert share[1] == ("easy@epoch: 30.0% (n=1); mixed-informative@epoch: 40.0% ± 0.0 (n=2); "
                         "mixed-oversample@epoch: 20.0% (n=1)")
     assert share[2] == "met by mixed-oversample@epoch"
-    assert [row[1:] for row in proof_report.plan_scale_rows({"runs": {}})] == [("not run", "not run")] * 2
+    assert [row[1:] for row in proof_report.plan_scale_rows({"runs": {}})] == [("not run", "not run")] * 3
 
 
 def test_why_held_out_answers_were_wrong_pools_an_arms_runs_that_recorded_it(tmp_path: Path) -> None:
