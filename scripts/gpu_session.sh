@@ -96,11 +96,19 @@ collect() {  # background runs' progress, logs, results and per-step metrics to 
   for metrics in $runs/*-seed*/*/metrics.jsonl $runs/q15/*-seed*/*/metrics.jsonl; do  # each phase's latest logged step
     [ -e "$metrics" ] && echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
   done
-  # Every phase's per-step rows come back in one file (the device returns 8 files at most):
-  # here, tar xzf <files_at>/metrics.tgz gives <arm>-seed<N>/<phase>/metrics.jsonl.
-  # (With nullglob: one pattern matching nothing, e.g. no 1.5B run, must not cost the other's rows.)
-  (cd "$runs" && shopt -s nullglob && metrics=(./*-seed*/*/metrics.jsonl ./q15/*-seed*/*/metrics.jsonl) &&
-    [ ${#metrics[@]} -gt 0 ] && tar czf "$out/metrics.tgz" "${metrics[@]}") || true
+  # Every phase's per-step rows, its rollouts (a group's best and worst episode a step) and every held-out eval's
+  # episodes (tool calls, SQL, outputs, the text of an unreadable call) come back in one file (the device returns
+  # 8 files at most): here, tar xzf <files_at>/metrics.tgz gives <arm>-seed<N>/<phase>/metrics.jsonl and
+  # rollouts.jsonl, and <arm>-seed<N>/eval-heldout/report.json.
+  # (With nullglob: one pattern matching nothing, e.g. no 1.5B run, must not cost the other's rows.) A file over
+  # the device's 16 MiB would not come back at all: then the per-step rows alone.
+  (cd "$runs" && shopt -s nullglob && metrics=({.,./q15}/*-seed*/*/metrics.jsonl) && [ ${#metrics[@]} -gt 0 ] &&
+    tar czf "$out/metrics.tgz" "${metrics[@]}" {.,./q15}/*-seed*/*/rollouts.jsonl \
+      {.,./q15}/*-seed*/eval-heldout/report.json &&
+    if [ "$(stat -c %s "$out/metrics.tgz")" -gt $((${METRICS_MAX_BYTES:-15728640})) ]; then
+      echo "metrics.tgz: over ${METRICS_MAX_BYTES:-15728640} bytes with the episodes; the per-step rows alone"
+      tar czf "$out/metrics.tgz" "${metrics[@]}"
+    fi) || true
   cp $runs/results-*.json "$out/" 2>/dev/null || true
   if [ -d $runs/extras ]; then tar czf "$out/extras.tgz" -C $runs extras; fi
 }

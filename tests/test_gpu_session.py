@@ -138,7 +138,8 @@ def test_an_unknown_model_is_refused_before_any_stage_runs(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("with_1_5b", [False, True])
-def test_watch_brings_back_every_phase_s_per_step_rows(tmp_path: Path, with_1_5b: bool) -> None:
+def test_watch_brings_back_every_phase_s_per_step_rows_rollouts_and_held_out_episodes(tmp_path: Path,
+                                                                                        with_1_5b: bool) -> None:
     """A session of the 0.5B alone (no q15 folder) lost its per-step rows once: the pattern for the 1.5B's phases
     matched nothing and the whole archive was skipped."""
     runs = tmp_path / "lp"
@@ -146,13 +147,24 @@ def test_watch_brings_back_every_phase_s_per_step_rows(tmp_path: Path, with_1_5b
     for phase in phases:
         (runs / phase).mkdir(parents=True)
         (runs / phase / "metrics.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
+    (runs / "mixed-seed27/mixed/rollouts.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
+    (runs / "mixed-seed27/eval-heldout").mkdir()
+    (runs / "mixed-seed27/eval-heldout/report.json").write_text("{}", encoding="utf-8")
     out = tmp_path / "out"
     env = os.environ | {"OUT": str(out), "RUNS_DIR": str(runs)}
     done = subprocess.run(["bash", str(SCRIPT), "watch", "0"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     listed = subprocess.run(["tar", "tzf", str(out / "metrics.tgz")], capture_output=True, text=True, check=True)
-    assert sorted(listed.stdout.split()) == sorted(f"./{phase}/metrics.jsonl" for phase in phases)
+    rows = [f"./{phase}/metrics.jsonl" for phase in phases]
+    assert sorted(listed.stdout.split()) == sorted([*rows, "./mixed-seed27/mixed/rollouts.jsonl",
+                                                    "./mixed-seed27/eval-heldout/report.json"])
+    # An archive too large to come back from the device keeps the per-step rows alone, and says so.
+    done = subprocess.run(["bash", str(SCRIPT), "watch", "0"], cwd=tmp_path, env=env | {"METRICS_MAX_BYTES": "10"},
+                          capture_output=True, text=True, check=False)
+    assert "the per-step rows alone" in done.stdout
+    listed = subprocess.run(["tar", "tzf", str(out / "metrics.tgz")], capture_output=True, text=True, check=True)
+    assert sorted(listed.stdout.split()) == sorted(rows)
 
 
 def test_two_evals_of_adapters_keep_their_own_figures(tmp_path: Path) -> None:
