@@ -57,6 +57,12 @@ EPISODE_OVER_MESSAGE = (
 NO_EPISODE_MESSAGE = "No episode has started: call reset() with a dataset row first."
 # Methods of SQLEnv that are not tools (TRL's environment_factory exposes every other public method).
 NOT_TOOLS = frozenset({"reset", "get_reward"})
+NO_ROWS_NOTE = "no rows"  # what a query's output ends with when it returned no rows
+
+
+def returned_no_rows(output: str) -> bool:
+    """Whether a query's output (SQLEnv's result format) says the query returned no rows."""
+    return output.endswith(f"{NO_ROWS_NOTE})")
 
 
 @dataclass
@@ -306,7 +312,7 @@ class SQLEnv:
             text = text[: self.max_result_chars]
             notes.append(f"output cut at {self.max_result_chars} characters")
         if not result.rows:
-            notes.append("no rows")
+            notes.append(NO_ROWS_NOTE)  # last: returned_no_rows reads it there
         return text + (f"\n({'; '.join(notes)})" if notes else "")
 
     @_episode_step

@@ -3,6 +3,7 @@
     outcome = episode_outcome(env.episode, messages)   # one episode: right or not, answered, calls, failed calls
     stats = episode_stats(outcomes)                     # shares and means over episodes (None: no episode)
     wrong_answer_kind(outcome)                          # why a wrong episode was wrong (None: it was right)
+    wrong_sql_kind(episode)                             # for SQL that never returned the gold result: how it missed
 
 Training logs them every step (training_logs.py, metrics.jsonl) and the eval reports them per hardness class
 (eval/metrics.py, the report's JSON), each under the names its stored results already use:
@@ -24,8 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_env import EpisodeRecord, unknown_tool_calls
+from agent_env import EpisodeRecord, returned_no_rows, unknown_tool_calls
 from chat_format import TOOL_CALL_START
+from sql_structure import SQLStructureError, tables_used
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,34 @@ def wrong_answer_kind(outcome: EpisodeOutcome) -> str | None:
     if outcome.saw_gold_result:
         return GOLD_SEEN_ANSWERED_WRONG if outcome.answered else GOLD_SEEN_NO_ANSWER
     return NO_QUERY_RAN if outcome.executed_queries == 0 else GOLD_NOT_SEEN
+
+
+# The wrong episodes whose SQL never returned the gold result (GOLD_NOT_SEEN), by what their last query that ran did:
+# it read other tables than the gold query (which tables the question needs: schema linking), or the gold query's
+# tables and returned no rows (a value or a filter) or another result (the query's logic).
+SQL_OTHER_TABLES = "last query read other tables than the gold query"
+SQL_NO_ROWS = "gold tables, no rows"
+SQL_OTHER_RESULT = "gold tables, another result"
+SQL_UNPARSED = "last query not parseable here"  # SQLite ran it; sqlglot cannot read it
+WRONG_SQL_KINDS = (SQL_OTHER_TABLES, SQL_NO_ROWS, SQL_OTHER_RESULT, SQL_UNPARSED)
+
+
+def wrong_sql_kind(episode: EpisodeRecord) -> str | None:
+    """How an episode's SQL missed the gold result, one of WRONG_SQL_KINDS, read off its last query that ran inside
+    the episode; None unless the episode was wrong with queries that ran and none returned the gold result."""
+    if episode.is_correct or episode.saw_gold_result:
+        return None
+    ran = [step for step in episode.steps if step.tool == "query" and step.error is None and not step.after_episode]
+    if not ran or not isinstance(sql := ran[-1].arguments.get("sql"), str):
+        return None
+    try:
+        tables = {name.lower() for name in tables_used(sql)}
+        gold_tables = {name.lower() for name in tables_used(episode.gold_sql)}
+    except SQLStructureError:
+        return SQL_UNPARSED
+    if tables != gold_tables:
+        return SQL_OTHER_TABLES
+    return SQL_NO_ROWS if returned_no_rows(ran[-1].output) else SQL_OTHER_RESULT
 
 
 @dataclass(frozen=True)

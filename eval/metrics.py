@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from episode_stats import WRONG_ANSWER_KINDS, episode_stats, mean, wrong_answer_kind
+from episode_stats import WRONG_ANSWER_KINDS, WRONG_SQL_KINDS, episode_stats, mean, wrong_answer_kind
 from eval.runner import QuestionRecord
 from spider_data import HARDNESS_ORDER
 
@@ -79,3 +79,10 @@ def wrong_answer_kinds(records: list[QuestionRecord]) -> dict[str, int]:
     """The scored, wrong questions by why they were wrong (episode_stats.WRONG_ANSWER_KINDS, in that order)."""
     kinds = Counter(wrong_answer_kind(record.outcome) for record in records if record.is_scored and not record.correct)
     return {kind: kinds[kind] for kind in WRONG_ANSWER_KINDS if kinds[kind]}
+
+
+def wrong_sql_kinds(records: list[QuestionRecord]) -> dict[str, int]:
+    """The scored questions whose SQL never returned the gold result, by how it missed (episode_stats.WRONG_SQL_KINDS,
+    in that order)."""
+    kinds = Counter(record.wrong_sql_kind for record in records if record.is_scored and record.wrong_sql_kind)
+    return {kind: kinds[kind] for kind in WRONG_SQL_KINDS if kinds[kind]}

@@ -10,6 +10,8 @@ report.json:
     stop_reasons  how scored episodes ended on the agent's side
     wrong_answer_kinds  the wrong ones by why (episode_stats.WRONG_ANSWER_KINDS): a gold result their own query
                   found and the answer then lost, or SQL that never returned the gold result
+    wrong_sql_kinds  that SQL by how it missed (episode_stats.WRONG_SQL_KINDS): its last query read other tables
+                  than the gold query, or the gold tables with no rows or another result
     timing        elapsed_s, episodes_per_second, and for a model: generation (its generate calls, their
                   seconds, mean batch, decode steps, idle_decode_share: row-steps spent on rows already done)
     questions     one record per question (eval.runner.QuestionRecord): db_id, question, hardness,
@@ -59,6 +61,7 @@ def build_report(records: list[QuestionRecord], *, settings: dict[str, Any], ela
         "by_hardness": {group: group_stats.to_dict() for group, group_stats in stats.items()},
         "stop_reasons": metrics.stop_reasons(records),
         "wrong_answer_kinds": metrics.wrong_answer_kinds(records),
+        "wrong_sql_kinds": metrics.wrong_sql_kinds(records),
         "timing": {
             "elapsed_s": round(elapsed_s, 3),
             "episodes_per_second": round(scored / elapsed_s, 3) if elapsed_s > 0 else None,
@@ -159,6 +162,16 @@ def wrong_answer_lines(kinds: dict[str, int] | None, overall: dict[str, Any]) ->
     return [f"Why the {wrong} wrong {'answer was' if wrong == 1 else 'answers were'} wrong: {listed}.", ""]
 
 
+def wrong_sql_lines(kinds: dict[str, int] | None) -> list[str]:
+    """How the SQL that never returned the gold result missed it, read off each episode's last query that ran:
+    which tables (schema linking), or the values and logic over the right tables. Nothing where none did."""
+    if not kinds:
+        return []
+    missed = sum(kinds.values())
+    listed = ", ".join(f"{kind} {count} ({count / missed:.0%})" for kind, count in kinds.items())
+    return [f"How the SQL of the {missed} that never returned the gold result missed it: {listed}.", ""]
+
+
 def unreadable_call_lines(questions: list[dict[str, Any]]) -> list[str]:
     """The first episode that ended on a tool call the parser could not read, its last turn as written: what the
     stop reason's count alone cannot show (an unescaped quote in the JSON, a cut call, another format)."""
@@ -196,6 +209,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         *unreadable_call_lines(report["questions"]),
         *wrong_answer_lines(report.get("wrong_answer_kinds"), report["by_hardness"]["overall"]),
+        *wrong_sql_lines(report.get("wrong_sql_kinds")),
         f"![accuracy and steps by hardness]({CHART_PNG})",
         "",
         "## Scoring with Spider's official scripts",

@@ -29,7 +29,7 @@ from agent_env import (
     StepRecord,
     max_tool_calls,
 )
-from episode_stats import EpisodeOutcome, episode_outcome
+from episode_stats import EpisodeOutcome, episode_outcome, wrong_sql_kind
 from policies import (
     Policy,
     ToolCall,
@@ -100,6 +100,7 @@ class QuestionRecord:
     unknown_tool_calls: int = 0
     saw_gold_result: bool = False  # one of its queries returned the gold result
     executed_queries: int = 0  # queries that ran without an error
+    wrong_sql_kind: str | None = None  # how SQL that never returned the gold result missed it (episode_stats)
     answer: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     pred_sql: str | None = None  # the last SQL the agent ran: what Spider's official scripts score
@@ -201,6 +202,7 @@ def episode_record(
         unknown_tool_calls=outcome.unknown_tool_calls,
         saw_gold_result=outcome.saw_gold_result,
         executed_queries=outcome.executed_queries,
+        wrong_sql_kind=wrong_sql_kind(episode),
         answer=episode.answer,
         tool_calls=entries,
         pred_sql=last_sql(entries),

@@ -22,7 +22,8 @@ RECORDS = [
     record(correct=True, steps=3, answer="3", pred_sql="SELECT count(*)\nFROM\titem", stop_reason="policy_stopped"),
     record(hardness="hard", gold_sql="SELECT a\nFROM b", steps=10, stop_reason="call_cap"),
     record(hardness=None, skip_reason="gold query fails", skip_detail="no such table: b"),
-    record(db_id="zoo", hardness="medium", answer="x", pred_sql="SELECT 1", steps=2, executed_queries=1),
+    record(db_id="zoo", hardness="medium", answer="x", pred_sql="SELECT 1", steps=2, executed_queries=1,
+           wrong_sql_kind="gold tables, no rows"),
 ]
 
 
@@ -39,9 +40,10 @@ def read_like_spider(path: Path) -> list[list[str]]:
 
 def test_report_json_has_the_documented_keys(written: dict[str, Path]) -> None:
     report = json.loads(written["report.json"].read_text())
-    assert list(report) == ["settings", "counts", "by_hardness", "stop_reasons", "wrong_answer_kinds", "timing",
-                            "questions"]
+    assert list(report) == ["settings", "counts", "by_hardness", "stop_reasons", "wrong_answer_kinds",
+                            "wrong_sql_kinds", "timing", "questions"]
     assert report["wrong_answer_kinds"] == {"no query ran": 1, "no query returned the gold result": 1}
+    assert report["wrong_sql_kinds"] == {"gold tables, no rows": 1}
     assert report["counts"] == {"questions": 4, "scored": 3, "skipped": 1, "skipped_by_reason": {"gold query fails": 1}}
     assert list(report["by_hardness"]) == ["easy", "medium", "hard", "extra", "overall"]
     overall = report["by_hardness"]["overall"]
@@ -95,6 +97,8 @@ def test_markdown_report_has_the_table_chart_and_official_command(written: dict[
     assert "--gold gold.sql --pred pred.sql --etype exec" in text
     assert "Wrong answers (first 2 of 2)" in text
     assert "Why the 2 wrong answers were wrong: no query ran 1 (50%), no query returned the gold result 1 (50%)." in text
+    assert "How the SQL of the 1 that never returned the gold result missed it: gold tables, no rows 1 (100%)." in text
+    assert report_module.wrong_sql_lines({}) == []  # a report from before the kinds, or none missed
     one_wrong = {"n": 3, "correct": 2}
     assert report_module.wrong_answer_lines({"no query ran": 1}, one_wrong)[0] == (
         "Why the 1 wrong answer was wrong: no query ran 1 (100%).")

@@ -160,6 +160,21 @@ def test_an_episode_that_found_the_gold_result_and_answered_otherwise_says_so(bu
     guessed = play_split(builtin_dev, ScriptedBatch(make=NeverQueries), progress=False)[0]
     assert not guessed.saw_gold_result and guessed.executed_queries == 0
     assert metrics.wrong_answer_kinds([lost, guessed]) == {"gold result seen, answer wrong": 1, "no query ran": 1}
+    assert lost.wrong_sql_kind is None and guessed.wrong_sql_kind is None
+
+    class FiltersEverythingOut(OraclePolicy):  # the gold query's tables, a filter no row passes
+        def plan(self, row: dict[str, Any]) -> list[ToolCall]:
+            table = tables_used(row["gold_sql"])[0]
+            return [ToolCall("query", {"sql": f'SELECT * FROM "{table}" WHERE 1 = 0'}),
+                    ToolCall("answer", {"value": "no idea"})]
+
+    emptied = [record for record in play_split(builtin_dev, ScriptedBatch(make=FiltersEverythingOut), progress=False)
+               if record.is_scored and not record.correct]
+    single_table = sum(len(tables_used(record.gold_sql)) == 1 for record in emptied)
+    assert 0 < single_table < len(emptied)  # both kinds are met
+    assert metrics.wrong_sql_kinds([lost, guessed, *emptied]) == {
+        "last query read other tables than the gold query": len(emptied) - single_table,
+        "gold tables, no rows": single_table}
 
 
 def test_unknown_tools_are_tool_errors_the_model_was_told_about(builtin_dev: SpiderSplit) -> None:

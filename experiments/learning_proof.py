@@ -269,6 +269,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "stop_reasons": report.get("stop_reasons", {}), "seconds": report["timing"]["elapsed_s"],
         # why the wrong answers were wrong (eval/metrics.py; absent from reports before 2026-12-04b)
         "wrong_answer_kinds": report.get("wrong_answer_kinds"),
+        "wrong_sql_kinds": report.get("wrong_sql_kinds"),
         "generation": report["timing"].get("generation", {}),
         # what a format defect looks like: the last turn of the first few episodes that ended on a tool call the
         # parser could not read (seed 27's easy adapter ended 38 held-out episodes so, unseen in any other seed)

@@ -473,8 +473,8 @@ def plan_scale_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     else:
         final_verdict = "not run"
     final_text = "; ".join(f"{line}: {_cell(values)}" for line, values in finals_measured.items()) or "not run"
-    rows.append((f"the plan's scale ({PLAN_SCALE}): the final adapter >= {FINAL_ACCURACY_TARGET:.0%} held-out (overall)",
-                 final_text, final_verdict))
+    rows.append((f"the plan's scale ({PLAN_SCALE}): the final adapter >= {FINAL_ACCURACY_TARGET:.0%} held-out "
+                 "(overall)", final_text, final_verdict))
     shares = {line: [share for run in runs_of(results, line)
                      if (share := trained_zero_share(run, last_tenth(run))) is not None] for line in lines}
     shares = {line: values for line, values in shares.items() if values}
@@ -561,6 +561,11 @@ def held_out_counts_table(results: dict[str, Any], key: str) -> tuple[list[str],
 def wrong_answer_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Per arm, the held-out wrong answers by why (eval's wrong_answer_kinds)."""
     return held_out_counts_table(results, "wrong_answer_kinds")
+
+
+def wrong_sql_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Per arm, the held-out SQL that never returned the gold result, by how it missed (eval's wrong_sql_kinds)."""
+    return held_out_counts_table(results, "wrong_sql_kinds")
 
 
 def stop_reason_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -726,6 +731,14 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                        "counts as found):"), "",
                   "| arm | runs | wrong answers | " + " | ".join(wrong_kinds) + " |",
                   "|---" * (len(wrong_kinds) + 3) + "|", *wrong_rows]
+    sql_kinds, sql_rows = wrong_sql_table(results)
+    if sql_rows:
+        lines += ["", ("How the SQL that never returned the gold result missed it, read off each episode's last query "
+                       "that ran, as shares of those episodes: other tables than the gold query's (which tables the "
+                       "question needs), or the gold query's tables with no rows (a value or a filter) or with "
+                       "another result (the query's logic):"), "",
+                  "| arm | runs | episodes | " + " | ".join(sql_kinds) + " |",
+                  "|---" * (len(sql_kinds) + 3) + "|", *sql_rows]
     stops, stop_rows = stop_reason_table(results)
     if stop_rows:
         lines += ["", ("How the held-out episodes ended, as shares of the episodes: no_tool_call is a turn without a "

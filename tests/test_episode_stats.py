@@ -3,11 +3,16 @@ wrong."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from agent_env import EpisodeRecord
-from episode_stats import (GOLD_NOT_SEEN, GOLD_SEEN_ANSWERED_WRONG, GOLD_SEEN_NO_ANSWER, NO_QUERY_RAN, EpisodeOutcome,
-                           ended_on_unreadable_call, episode_outcome, episode_stats, wrong_answer_kind)
+from agent_env import EpisodeRecord, SQLEnv, StepRecord
+from episode_stats import (GOLD_NOT_SEEN, GOLD_SEEN_ANSWERED_WRONG, GOLD_SEEN_NO_ANSWER, NO_QUERY_RAN,
+                           SQL_NO_ROWS, SQL_OTHER_RESULT, SQL_OTHER_TABLES, SQL_UNPARSED, EpisodeOutcome,
+                           ended_on_unreadable_call, episode_outcome, episode_stats, wrong_answer_kind,
+                           wrong_sql_kind)
+from tests.helpers import make_shop_database, shop_row
 
 
 def outcome(correct: bool = False, answered: bool = True, saw_gold: bool = False, queries: int = 1) -> EpisodeOutcome:
@@ -44,3 +49,36 @@ def test_an_episode_that_ended_on_a_call_the_parser_could_not_read_is_counted() 
     assert [outcome.ended_on_unreadable_call for outcome in outcomes] == [True, False]
     assert episode_stats(outcomes).unreadable_call_end == pytest.approx(1 / 2)
     assert episode_stats([]).unreadable_call_end is None
+
+
+def test_sql_that_missed_the_gold_result_is_told_apart_by_its_last_query_that_ran(tmp_path: Path) -> None:
+    shop = make_shop_database(tmp_path / "shop.sqlite")
+    gold = "SELECT name FROM customer WHERE city = 'London'"
+
+    def episode(*queries: str, answer: str = "Ada?") -> EpisodeRecord:
+        env = SQLEnv()
+        env.reset(**shop_row(shop, "Who lives in London?", gold))
+        for sql in queries:
+            try:
+                env.query(sql)
+            except Exception:  # noqa: BLE001 - a failing query is recorded by the environment, as in an episode
+                pass
+        env.answer(answer)
+        return env.episode
+
+    assert wrong_sql_kind(episode('SELECT amount FROM "order"')) == SQL_OTHER_TABLES
+    assert wrong_sql_kind(episode("SELECT name FROM customer WHERE city = 'london'")) == SQL_NO_ROWS
+    assert wrong_sql_kind(episode("SELECT city FROM customer")) == SQL_OTHER_RESULT
+    # The last query that ran is the one read: a later one that failed does not count, an earlier one neither.
+    assert wrong_sql_kind(episode("SELECT city FROM customer", "SELECT amount FROM \"order\"",
+                                  "SELECT nope FROM customer")) == SQL_OTHER_TABLES
+    # Table names compare as SQLite compares them; aliases are not tables.
+    assert wrong_sql_kind(episode("SELECT c.city FROM CUSTOMER AS c WHERE c.id = 9")) == SQL_NO_ROWS
+    # Right, found the gold result, or no query that ran: not this question.
+    assert wrong_sql_kind(episode(gold, answer="Ada")) is None
+    assert wrong_sql_kind(episode(gold, answer="Grace")) is None
+    assert wrong_sql_kind(episode("SELECT nope FROM customer")) is None
+    assert wrong_sql_kind(episode()) is None
+    unparsed = EpisodeRecord(gold_sql=gold, executed_queries=1)
+    unparsed.steps.append(StepRecord("query", {"sql": "SELECT (((("}, output="x"))
+    assert wrong_sql_kind(unparsed) == SQL_UNPARSED

@@ -365,6 +365,14 @@ def test_why_held_out_answers_were_wrong_pools_an_arms_runs_that_recorded_it(tmp
     proof_report.write_report(results, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
     assert "| easy | 2 | 8 | 12.5% | 37.5% | 50.0% |" in (tmp_path / "report.md").read_text()
     assert proof_report.wrong_answer_table({"runs": {"sft/seed0/gpu": measured}}) == ([], [])
+    # How the SQL missed, from the evals that recorded it, the same way.
+    results["runs"]["easy/seed1/gpu"]["evals"]["heldout"]["wrong_sql_kinds"] = {
+        "last query read other tables than the gold query": 1, "gold tables, another result": 3}
+    assert proof_report.wrong_sql_table(results) == (
+        ["last query read other tables than the gold query", "gold tables, another result"],
+        ["| easy | 1 | 4 | 25.0% | 75.0% |"])
+    proof_report.write_report(results, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    assert "| easy | 1 | 4 | 25.0% | 75.0% |" in (tmp_path / "report.md").read_text()
 
 
 def test_an_arm_evaluated_by_another_script_counts_overall_and_says_where_its_figure_came_from(tmp_path: Path) -> None:
