@@ -723,29 +723,24 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         lines += ["", ("Question by question on the held-out databases (same seed; exact McNemar test on the "
                        "questions that changed):"), "", "| seed | arms | questions | correct | gained | lost | p |",
                   "|---|---|---|---|---|---|---|", *paired]
-    wrong_kinds, wrong_rows = wrong_answer_table(results)
-    if wrong_rows:
-        lines += ["", ("Why the held-out answers were wrong, as shares of the wrong ones: the kinds that begin "
-                       "'gold result seen' lost a result the episode's own query had found (the answer's side), the "
-                       "others never ran SQL that returned it (the model's SQL; a result longer than 20 rows never "
-                       "counts as found):"), "",
-                  "| arm | runs | wrong answers | " + " | ".join(wrong_kinds) + " |",
-                  "|---" * (len(wrong_kinds) + 3) + "|", *wrong_rows]
-    sql_kinds, sql_rows = wrong_sql_table(results)
-    if sql_rows:
-        lines += ["", ("How the SQL that never returned the gold result missed it, read off each episode's last query "
-                       "that ran, as shares of those episodes: other tables than the gold query's (which tables the "
-                       "question needs), or the gold query's tables with no rows (a value or a filter) or with "
-                       "another result (the query's logic):"), "",
-                  "| arm | runs | episodes | " + " | ".join(sql_kinds) + " |",
-                  "|---" * (len(sql_kinds) + 3) + "|", *sql_rows]
-    stops, stop_rows = stop_reason_table(results)
-    if stop_rows:
-        lines += ["", ("How the held-out episodes ended, as shares of the episodes: no_tool_call is a turn without a "
-                       "call (the answer, or giving up), malformed_tool_call a call block the parser could not read, "
-                       "truncated a turn cut at the token budget:"), "",
-                  "| arm | runs | episodes | " + " | ".join(stops) + " |",
-                  "|---" * (len(stops) + 3) + "|", *stop_rows]
+    counts_tables = [
+        (wrong_answer_table(results), "wrong answers",
+         "Why the held-out answers were wrong, as shares of the wrong ones: the kinds that begin 'gold result seen' "
+         "lost a result the episode's own query had found (the answer's side), the others never ran SQL that returned "
+         "it (the model's SQL; a result longer than 20 rows never counts as found):"),
+        (wrong_sql_table(results), "episodes",
+         "How the SQL that never returned the gold result missed it, read off each episode's last query that ran, as "
+         "shares of those episodes: other tables than the gold query's (which tables the question needs), or the gold "
+         "query's tables with no rows (a value or a filter) or with another result (the query's logic):"),
+        (stop_reason_table(results), "episodes",
+         "How the held-out episodes ended, as shares of the episodes: no_tool_call is a turn without a call (the "
+         "answer, or giving up), malformed_tool_call a call block the parser could not read, truncated a turn cut at "
+         "the token budget:"),
+    ]
+    for (columns, rows), counted, intro in counts_tables:
+        if rows:
+            lines += ["", intro, "", f"| arm | runs | {counted} | " + " | ".join(columns) + " |",
+                      "|---" * (len(columns) + 3) + "|", *rows]
     unreadable = unreadable_call_lines(results)
     if unreadable:
         lines += ["", "An unreadable tool call as the model wrote it (the first an eval kept; line breaks as \\n):", "",
