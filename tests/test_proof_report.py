@@ -262,6 +262,25 @@ def test_a_larger_warm_ups_line_is_compared_with_the_scales_own_line_of_the_seed
     assert proof_report.ablation_pairs({"runs": other}, "mixed-lr5e-5") == []
 
 
+def test_each_final_adapter_is_drawn_against_its_own_warm_up_where_both_were_measured(tmp_path: Path) -> None:
+    def run(arm: str, seed: int, overall: float, warm_up: str) -> dict:
+        return {"arm": arm, "seed": seed, "scale": "epoch", "warm_up_digest": warm_up, "seconds": 60.0,
+                "model": "/tmp/qc", "commit": "abc", "commands": [], "evals": {"heldout": _heldout(overall)}}
+
+    runs = {"sft/seed1/epoch": run("sft", 1, 0.37, "a"), "mixed/seed1/epoch": run("mixed", 1, 0.41, "a"),
+            "sft-4x/seed1/epoch": run("sft-4x", 1, 0.42, "b"),
+            "mixed-sft4x/seed1/epoch": run("mixed-sft4x", 1, 0.47, "b"),
+            "mixed/seed2/epoch": run("mixed", 2, 0.40, "c")}  # its warm-up was not evaluated: no point
+    assert proof_report.against_warm_up({"runs": runs}, "mixed@epoch") == [(1, 0.37, 0.41)]
+    assert proof_report.against_warm_up({"runs": runs}, "mixed-sft4x@epoch") == [(1, 0.42, 0.47)]
+    (figure,) = proof_report.plot_final_against_warm_up({"runs": runs}, tmp_path)
+    assert figure.name == "final_against_warm_up.png" and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    proof_report.write_report({"runs": runs}, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    assert "![final_against_warm_up](figures/final_against_warm_up.png)" in (tmp_path / "report.md").read_text()
+    assert proof_report.plot_final_against_warm_up({"runs": {"mixed/seed2/epoch": runs["mixed/seed2/epoch"]}},
+                                                   tmp_path / "none") == []
+
+
 def test_the_penalty_is_judged_by_the_calls_after_the_episode_with_and_without_it_from_the_habit_warm_up() -> None:
     def run(arm: str, calls: list[float], held_out_calls: float) -> dict:
         entry = _grpo_run(arm, 8, 0.5, "1100", zero_share=0.25, reward=0.5)
