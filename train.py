@@ -400,6 +400,20 @@ def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str
 # ----------------------------------------------------------------------------------------------- data
 
 
+def phase_length(questions: int, grpo: AgentGRPOConfig) -> str:
+    """How long a GRPO phase runs, for the log: its optimizer steps and episodes, --max_steps where set, else about
+    its epochs' (TRL rounds each epoch's steps and drops a last generation batch short of whole groups)."""
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
+    per_step = grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps * processes
+    groups = per_step // grpo.num_generations
+    if grpo.max_steps > 0:
+        steps, source = grpo.max_steps, " (--max_steps)"
+    else:
+        steps, source = math.ceil(questions * grpo.num_generations * grpo.num_train_epochs / per_step), ""
+    return (f"{'' if source else 'about '}{steps} optimizer steps{source} of {per_step} episodes ({groups} question{'s' * (groups != 1)} x "
+            f"{grpo.num_generations}): {steps * per_step} episodes")
+
+
 def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> tuple[Dataset, FewShotPrompt, str]:
     """The phase's training rows, with the few-shot system prompt applied as rows are read. The examples' own
     questions are kept out: the prompt shows how they are answered."""
@@ -612,7 +626,7 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
     else:
         start = agent.model
     description = (f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
-                   f"start from {start}\n{summary}")
+                   f"start from {start}\n{summary}\n  {phase_length(len(dataset), grpo)}")
     return PhasePlan(phase, epochs_before_phase, checkpoint, dataset, fewshot, start_adapter, warmup, out_dir,
                      description)
 

@@ -218,7 +218,25 @@ def test_dry_run_checks_and_loads_no_model(tmp_path: Path, capsys: pytest.Captur
     assert train.main(["--output_dir", str(tmp_path), "--phase", "easy", "--dry-run"]) is None
     output = capsys.readouterr().out
     assert "EMBEDDED MODE" in output and "dry run" in output
+    assert re.search(r"\n  about \d+ optimizer steps of \d+ episodes \(\d+ questions? x \d+\): \d+ episodes\n", output)
     assert not (tmp_path / "easy").exists()
+
+
+def test_a_phase_says_how_many_steps_and_episodes_it_will_train(monkeypatch: pytest.MonkeyPatch) -> None:
+    def settings(**changed: float) -> types.SimpleNamespace:  # train.py's defaults for a mixed phase, two epochs
+        return types.SimpleNamespace(**{"per_device_train_batch_size": 6, "gradient_accumulation_steps": 16,
+                                  "num_generations": 6, "num_train_epochs": 2, "max_steps": -1} | changed)
+
+    # The full Spider train split's easy+medium questions: two epochs of 16 groups a step, the last step part-full.
+    assert train.phase_length(4114, settings()) == (
+        "about 515 optimizer steps of 96 episodes (16 questions x 6): 49440 episodes")
+    assert train.phase_length(4114, settings(max_steps=30)) == (
+        "30 optimizer steps (--max_steps) of 96 episodes (16 questions x 6): 2880 episodes")
+    assert train.phase_length(3, settings(per_device_train_batch_size=2, gradient_accumulation_steps=2,
+                                          num_generations=4, num_train_epochs=1)) == (
+        "about 3 optimizer steps of 4 episodes (1 question x 4): 12 episodes")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # every process generates its share of a step
+    assert train.phase_length(4114, settings()).startswith("about 258 optimizer steps of 192 episodes (32 questions")
 
 
 def test_a_custom_curriculum_needs_no_code_change(tmp_path: Path) -> None:
