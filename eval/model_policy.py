@@ -87,6 +87,10 @@ class GenerationCall:
     new_tokens: int  # new tokens of all rows, up to each row's end of turn
     seconds: float
     continuous: bool = False  # continuous batching: rows leave as they end, so no row-steps are idle
+    # Context tokens the engine took from its prefix cache instead of computing them (vLLM's num_cached_tokens),
+    # of all the rows' context tokens; None where the engine keeps no prefix cache.
+    cached_context_tokens: int | None = None
+    context_tokens: int = 0
 
 
 def generation_summary(calls: list[GenerationCall], elapsed_s: float) -> dict[str, Any]:
@@ -107,9 +111,18 @@ def generation_summary(calls: list[GenerationCall], elapsed_s: float) -> dict[st
         "row_steps": slots,  # rows x decode steps of the padded calls: the decode work, whatever the hardware
         "new_tokens": sum(call.new_tokens for call in calls),
         "idle_decode_share": round(1 - sum(call.new_tokens for call in padded) / slots, 3) if slots else None,
+        "prefix_cache_hit_rate": prefix_cache_hit_rate(calls),
         "slowest_calls": [{"batch": call.batch, "longest_context": call.longest_context,
                            "longest_new": call.longest_new, "seconds": round(call.seconds, 3)} for call in slowest],
     }
+
+
+def prefix_cache_hit_rate(calls: list[GenerationCall]) -> float | None:
+    """The share of context tokens served from the engine's prefix cache (a turn's conversation so far is the
+    previous turn's context and reply), over the calls of an engine that keeps one; None for the others."""
+    cached = [call for call in calls if call.cached_context_tokens is not None]
+    context = sum(call.context_tokens for call in cached)
+    return round(sum(call.cached_context_tokens or 0 for call in cached) / context, 3) if context else None
 
 
 @dataclass

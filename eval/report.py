@@ -146,9 +146,11 @@ def generation_lines(generation: dict[str, Any] | None) -> list[str]:
     waiting = ("rows left the batch as they ended (continuous batching)" if idle is None else
                f"{_percent(idle)} of the row-steps decoded rows that had already ended their turn (a call lasts as "
                "long as its longest row)")
+    cached = generation.get("prefix_cache_hit_rate")
+    caching = "" if cached is None else f"; the prefix cache served {_percent(cached)} of the context tokens"
     sentence = (f"Generation: {generation['calls']} generate calls, {generation['seconds']:.1f} s "
                 f"({_percent(generation['share_of_elapsed'])} of the run), {generation['mean_batch']:g} episodes a "
-                f"call on average, {generation['decode_steps']} decode steps; {waiting}.")
+                f"call on average, {generation['decode_steps']} decode steps; {waiting}{caching}.")
     return [sentence, ""]
 
 

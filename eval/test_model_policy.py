@@ -160,6 +160,10 @@ def test_the_generation_summary_counts_the_row_steps_spent_on_finished_rows() ->
     assert summary["decode_steps"] == 15 and summary["new_tokens"] == 26 and summary["mean_batch"] == 3.0
     assert summary["idle_decode_share"] == 0.48  # 1 - 26 / 50
     assert [call["seconds"] for call in summary["slowest_calls"]] == [3.0, 1.0]
+    assert summary["prefix_cache_hit_rate"] is None  # no engine with a prefix cache generated these
+    cached = [GenerationCall(batch=2, longest_context=50, longest_new=5, new_tokens=8, seconds=1.0, continuous=True,
+                             cached_context_tokens=hits, context_tokens=context) for hits, context in ((0, 80), (60, 100))]
+    assert generation_summary(cached, elapsed_s=2.0)["prefix_cache_hit_rate"] == round(60 / 180, 3)
     assert generation_summary([], elapsed_s=1.0) == {}
 
 

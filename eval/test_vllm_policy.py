@@ -14,6 +14,7 @@ import torch
 
 from chat_format import tool_call_text
 from eval.checkpoint import load_checkpoint
+from eval.model_policy import generation_summary
 from eval.runner import StopReason, play_split
 from eval.vllm_policy import MISSING_VLLM, VLLMPolicy, served_folder, vllm_available
 from models import save_tool_token_rows
@@ -46,6 +47,7 @@ class OracleWritingEngine:
         self.keeps_stop = keeps_stop
         self.cut_after = cut_after  # a max_tokens that cuts every turn: finish_reason "length"
         self.sampling: list[dict[str, Any]] = []
+        self.written: list[list[int]] = []  # every context with its turn: what a prefix cache holds
 
     def generate(self, prompts: list[dict[str, list[int]]], sampling: SamplingParams, *, use_tqdm: bool) -> list[Any]:
         self.sampling.append(sampling.settings)
@@ -66,8 +68,15 @@ class OracleWritingEngine:
                 eos = stopped_by == self.tokenizer.eos_token_id
                 sample = SimpleNamespace(token_ids=ids[: end + 1] if self.keeps_stop else ids[:end],
                                          finish_reason="stop", stop_reason=None if eos else stopped_by)
-            outputs.append(SimpleNamespace(outputs=[sample]))
+            context = prompt["prompt_token_ids"]
+            cached = max((common_prefix(context, earlier) for earlier in self.written), default=0)
+            self.written.append(context + list(sample.token_ids))
+            outputs.append(SimpleNamespace(outputs=[sample], num_cached_tokens=cached))
         return outputs
+
+
+def common_prefix(ids: list[int], other: list[int]) -> int:
+    return next((position for position, (a, b) in enumerate(zip(ids, other)) if a != b), min(len(ids), len(other)))
 
 
 def policy_on(engine: OracleWritingEngine, tokenizer: Any, tiny_model_dir: Path, **options: Any) -> VLLMPolicy:
@@ -95,6 +104,11 @@ def test_vllm_turns_play_the_episodes_the_native_path_plays(scripted_vllm: Modul
                                   "temperature": 0.0}
     assert end_of_call in policy.stop_ids
     assert all(call.continuous for call in policy.generation_calls)
+    # Each turn after the first reads its conversation so far from the prefix cache: the report says how much.
+    calls = policy.generation_calls
+    assert calls[0].cached_context_tokens > 0  # the system prompt and tools, shared by every question
+    assert sum(call.cached_context_tokens for call in calls[1:]) / sum(call.context_tokens for call in calls[1:]) > 0.9
+    assert 0 < generation_summary(calls, elapsed_s=1.0)["prefix_cache_hit_rate"] < 1
 
 
 def test_a_turn_vllm_cut_at_the_budget_is_truncated_not_malformed(scripted_vllm: ModuleType, tokenizer: Any,

@@ -67,7 +67,9 @@ class VLLMPolicy(ModelPolicy):
             batch=len(contexts), longest_context=max(len(ids) for ids in contexts),
             longest_new=max(len(output.outputs[0].token_ids) for output in outputs),
             new_tokens=sum(len(completion.ids) for completion in completions),
-            seconds=time.perf_counter() - started, continuous=True))
+            seconds=time.perf_counter() - started, continuous=True,
+            cached_context_tokens=sum(getattr(output, "num_cached_tokens", None) or 0 for output in outputs),
+            context_tokens=sum(len(ids) for ids in contexts)))
         return completions
 
     def turn_ids(self, sample: Any) -> list[int]:
@@ -96,8 +98,9 @@ def served_folder(checkpoint: Path, *, base_model: str | None = None):
 
 
 def load_vllm_policy(checkpoint: Path, *, base_model: str | None, max_new_tokens: int, temperature: float,
-                     seed: int, name: str) -> VLLMPolicy:
-    """A VLLMPolicy for a checkpoint; CheckpointError (a ValueError) with what to do when vLLM is not there."""
+                     seed: int, name: str, dtype: str = "auto") -> VLLMPolicy:
+    """A VLLMPolicy for a checkpoint; CheckpointError (a ValueError) with what to do when vLLM is not there.
+    ``dtype``: vLLM's ("auto": bfloat16 for a float32 folder, as the native path runs on a GPU)."""
     if not vllm_available():
         raise CheckpointError(MISSING_VLLM)
     from transformers import AutoConfig, AutoTokenizer, GenerationConfig
@@ -110,6 +113,6 @@ def load_vllm_policy(checkpoint: Path, *, base_model: str | None, max_new_tokens
             generation_config = GenerationConfig.from_pretrained(str(folder))
         except OSError:  # a folder without generation_config.json
             generation_config = None
-        llm = LLM(model=str(folder), tokenizer=str(folder), dtype="auto", seed=seed, enable_prefix_caching=True)
+        llm = LLM(model=str(folder), tokenizer=str(folder), dtype=dtype, seed=seed, enable_prefix_caching=True)
     return VLLMPolicy(llm, tokenizer, config=config, generation_config=generation_config,
                       max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, name=name)
