@@ -133,13 +133,14 @@ class AgentConfig(sft.WarmupConfig):
     load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in 4 bits (QLoRA)."})
     fast_inference: bool = field(
         default=False,
-        metadata={"help": "Generate with Unsloth's vLLM path (needs vllm installed and --backend unsloth); "
-                          "untried on a GPU (docs/vllm.md)."},
+        metadata={"help": "Generate the rollouts with vLLM (needs vllm installed): Unsloth's in-process vLLM with "
+                          "--backend unsloth, TRL's colocate mode with --backend transformers; untried on a GPU "
+                          "(docs/vllm.md)."},
     )
     vllm_memory_share: float = field(
         default=0.5,
         metadata={"help": "With --fast_inference: the share of GPU memory vLLM takes for weights and KV cache "
-                          "(Unsloth's gpu_memory_utilization)."},
+                          "(Unsloth's gpu_memory_utilization, TRL's vllm_gpu_memory_utilization)."},
     )
     stop_at_tool_call: bool = field(
         default=True,
@@ -269,8 +270,6 @@ class AgentConfig(sft.WarmupConfig):
         if self.lora_rank < 1:
             raise ValueError(f"--lora_rank must be at least 1, got {self.lora_rank}")
         if self.fast_inference:
-            if self.backend != "unsloth":
-                raise ValueError("--fast_inference is Unsloth's vLLM path: use it with --backend unsloth")
             try:
                 import vllm  # noqa: F401
             except ImportError:
@@ -474,6 +473,17 @@ def load_model(
 # -------------------------------------------------------------------------------------------- trainer
 
 
+def use_vllm_rollouts(agent: AgentConfig, grpo: AgentGRPOConfig, stop_ids: list[int]) -> None:
+    """--fast_inference: the rollouts generate in an in-process vLLM engine (TRL's colocate mode). Under Unsloth it
+    is Unsloth's engine, sized when the model loads (load_model); under plain transformers TRL builds its own, from
+    the share given here, and copies the merged weights into it before each generation."""
+    grpo.use_vllm, grpo.vllm_mode = True, "colocate"
+    if agent.backend != "unsloth":
+        grpo.vllm_gpu_memory_utilization = agent.vllm_memory_share
+    if stop_ids:  # vLLM reads its stop ids from the sampling settings, not from the model
+        grpo.generation_kwargs = generation.with_vllm_stop_ids(grpo.generation_kwargs, stop_ids)
+
+
 def build_trainer(
     agent: AgentConfig, grpo: AgentGRPOConfig, model: Any, tokenizer: Any, dataset: Dataset,
     fewshot: FewShotPrompt, epochs_before_phase: float, rollout_logger: RolloutLogger,
@@ -482,8 +492,6 @@ def build_trainer(
     # With the stop rule a turn holds one call, so TRL's tool-loop iterations are tool calls: the same cap
     # as the eval suite's and the policies' (agent_env.max_tool_calls).
     grpo.max_tool_calling_iterations = max_tool_calls(agent.step_budget)
-    if agent.fast_inference:
-        grpo.use_vllm, grpo.vllm_mode = True, "colocate"  # generation runs in Unsloth's in-process vLLM
     # episode_metrics only logs (weight 0); the reward is SQLEnv.get_reward, which TRL adds with weight 1.
     grpo.reward_weights = [0.0]
     callbacks: list[TrainerCallback] = [
@@ -492,8 +500,8 @@ def build_trainer(
         CheckpointCompanions(tool_token_rows, rollout_logger.sampler),
     ]
     stop_ids = generation.prepare_model(model, tokenizer, agent)  # before the trainer: it reads the eos ids once
-    if agent.fast_inference and stop_ids:  # vLLM reads its stop ids from the sampling settings, not the model
-        grpo.generation_kwargs = generation.with_vllm_stop_ids(grpo.generation_kwargs, stop_ids)
+    if agent.fast_inference:
+        use_vllm_rollouts(agent, grpo, stop_ids)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=[rollout_logger.episode_metrics],

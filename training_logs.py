@@ -304,8 +304,9 @@ def report_run(out_dir: Path, log_history: list[dict[str, Any]], totals: RunTota
     plot_training_curves(log_history, curves)
     print(f"[train] {run_summary(log_history)}", flush=True)
     print(f"[train] {totals.summary()}", flush=True)
-    for warning in learned_nothing_warnings(log_history, totals):
-        print(f"[train] {warning}", flush=True)
+    for warning in [*learned_nothing_warnings(log_history, totals), vllm_alignment_warning(log_history)]:
+        if warning:
+            print(f"[train] {warning}", flush=True)
     for note in (alike_groups_note(log_history), unreadable_calls_note(log_history)):
         if note:
             print(f"[train] {note}", flush=True)
@@ -391,6 +392,29 @@ def unreadable_calls_note(log_history: list[dict[str, Any]]) -> str | None:
             "call the parser could not read (no answer, reward 0); rollouts.jsonl shows how they were written. On the "
             "real 0.5B, --learning_rate 5e-5 unlearned such a defect within one mixed epoch where 2e-5 kept it "
             "(docs/results.md)")
+
+
+# Under vLLM (--fast_inference), TRL compares each token's log-probability in vLLM's sampling with the trainer's own.
+# Aligned rollouts differ by numerics (at most 0.3-0.5 nats a token on vLLM's CPU build in float32); a token several
+# nats off is another token, or other weights, than the ones trained on.
+LOGP_DIFFERENCE_WARN_NATS = 5.0
+
+
+def vllm_alignment_warning(log_history: list[dict[str, Any]]) -> str | None:
+    """A warning for a run whose vLLM rollouts do not line up with what the trainer scores (TRL's
+    sampling/sampling_logp_difference/max, median over the steps above LOGP_DIFFERENCE_WARN_NATS); None otherwise
+    or without vLLM."""
+    largest = [entry["sampling/sampling_logp_difference/max"] for entry in log_history
+               if "sampling/sampling_logp_difference/max" in entry]
+    if not largest or statistics.median(largest) <= LOGP_DIFFERENCE_WARN_NATS:
+        return None
+    ratios = [entry["sampling/importance_sampling_ratio/mean"] for entry in log_history
+              if "sampling/importance_sampling_ratio/mean" in entry]
+    ratio = f", importance-sampling ratio {statistics.fmean(ratios):.2f} on average" if ratios else ""
+    return (f"WARNING: vLLM's sampling log-probabilities differ from the trainer's by up to "
+            f"{statistics.median(largest):.1f} nats a token (median over {len(largest)} steps{ratio}): the rollouts' "
+            "tokens or weights are not the ones trained on, so the gradient is off. Train without --fast_inference "
+            "until it is found (docs/vllm.md).")
 
 
 def model_card(base_model: str, phase: str, hardness: tuple[str, ...], start_adapter: Path | None) -> str:

@@ -408,6 +408,35 @@ def test_fast_inference_keeps_the_stop_rule_and_checks_its_memory_share(monkeypa
         train.parse_config(["--fast_inference", "--vllm_memory_share", "1.5"])
 
 
+def test_vllm_rollouts_get_the_stop_rule_and_under_plain_transformers_the_memory_share() -> None:
+    agent = types.SimpleNamespace(backend="transformers", vllm_memory_share=0.3)
+    grpo = types.SimpleNamespace(use_vllm=False, vllm_mode="server", vllm_gpu_memory_utilization=0.9,
+                                 generation_kwargs={"top_k": 5})
+    train.use_vllm_rollouts(agent, grpo, [2, 49153])
+    assert (grpo.use_vllm, grpo.vllm_mode, grpo.vllm_gpu_memory_utilization) == (True, "colocate", 0.3)
+    assert grpo.generation_kwargs == {"top_k": 5, "stop_token_ids": [2, 49153]}
+    unsloth = types.SimpleNamespace(use_vllm=False, vllm_mode="server", vllm_gpu_memory_utilization=0.9,
+                                    generation_kwargs=None)
+    train.use_vllm_rollouts(types.SimpleNamespace(backend="unsloth", vllm_memory_share=0.3), unsloth, [])
+    # Unsloth sizes its own engine when the model loads; TRL's setting stays as it was.
+    assert (unsloth.use_vllm, unsloth.vllm_gpu_memory_utilization, unsloth.generation_kwargs) == (True, 0.9, None)
+
+
+def test_a_run_whose_vllm_rollouts_do_not_line_up_with_the_trainer_says_so() -> None:
+    from training_logs import vllm_alignment_warning
+
+    def steps(largest: float, ratio: float) -> list[dict[str, float]]:
+        return [{"sampling/sampling_logp_difference/max": largest,
+                 "sampling/importance_sampling_ratio/mean": ratio}] * 2
+
+    # As measured on vLLM's CPU build (2026-12-04d): with the stop ids handed to vLLM, and without.
+    warning = vllm_alignment_warning(steps(19.9, 0.25))
+    assert warning.startswith("WARNING: vLLM's sampling log-probabilities differ from the trainer's by up to 19.9")
+    assert "ratio 0.25" in warning and "without --fast_inference" in warning
+    assert vllm_alignment_warning(steps(0.47, 0.8)) is None
+    assert vllm_alignment_warning([{"loss": 0.1}]) is None  # no vLLM
+
+
 def test_push_to_hub_without_a_token_fails_before_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no stored token there
     monkeypatch.delenv("HF_TOKEN", raising=False)
