@@ -429,7 +429,7 @@ def test_a_run_whose_vllm_rollouts_do_not_line_up_with_the_trainer_says_so() -> 
         return [{"sampling/sampling_logp_difference/max": largest,
                  "sampling/importance_sampling_ratio/mean": ratio}] * 2
 
-    # As measured on vLLM's CPU build (2026-12-04d): with the stop ids handed to vLLM, and without.
+    # As measured on vLLM's CPU build (2026-12-04d): with the turn closing's added token, and without it.
     warning = vllm_alignment_warning(steps(19.9, 0.25))
     assert warning.startswith("WARNING: vLLM's sampling log-probabilities differ from the trainer's by up to 19.9")
     assert "ratio 0.25" in warning and "without --fast_inference" in warning
