@@ -11,7 +11,7 @@ two played identically (the same tool calls with their outputs, final text, stop
 generated tokens) and the first that differ. Greedy decoding in two precisions parts on near ties, so compare the
 logic at one precision (``--vllm-dtype float32`` against transformers on a CPU); in bfloat16 on a GPU a few
 differences are numerics, many are a bug. Without a GPU, vLLM's CPU build runs it: ``bash
-scripts/vllm_cpu_check.sh CHECKPOINT`` (docs/vllm.md).
+scripts/vllm_cpu_check.sh eval CHECKPOINT`` (docs/vllm.md).
 """
 
 from __future__ import annotations
