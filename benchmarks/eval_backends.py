@@ -3,7 +3,7 @@
     python benchmarks/eval_backends.py --checkpoint outputs/sft/adapter --backends transformers vllm --limit 8
     python benchmarks/eval_backends.py --checkpoint /tmp/lp/sft-seed1/sft/adapter --data-dir /tmp/lp/data \\
         --split dev --max-new-tokens 256 --backends unsloth vllm --out backends.json        # a GPU with vLLM
-    python benchmarks/eval_backends.py --reports veval-sft-seed1-unsloth/report.json veval-sft-seed1-vllm/report.json
+    python benchmarks/eval_backends.py --reports veval-sft-seed1-unsloth.json veval-sft-seed1-vllm.json  # veval's
 
 Each backend plays the same questions greedily through ``python -m eval``'s settings, policy and runner. Printed
 per backend: wall time, accuracy, the prefix cache's share of context tokens (vLLM); then how many episodes the
@@ -53,8 +53,9 @@ def run_backend(backend: str, arguments: argparse.Namespace) -> dict[str, Any]:
                             progress=False)
     started = time.perf_counter()
     if backend == "vllm" and arguments.vllm_dtype != "auto":
-        policy = load_vllm_policy(settings.checkpoint, base_model=None, max_new_tokens=settings.max_new_tokens,
-                                  temperature=0.0, seed=settings.seed, name=settings.name, dtype=arguments.vllm_dtype)
+        policy = load_vllm_policy(settings.checkpoint, base_model=settings.base_model,
+                                  max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
+                                  seed=settings.seed, name=settings.name, dtype=arguments.vllm_dtype)
     else:
         policy = build_policy(settings)
     report = evaluate(settings, load_questions(settings), policy)

@@ -29,7 +29,7 @@
 #                  $OUT/eval-generation-RUN.json (RUN: the adapter's run folder, e.g. sft-seed28); here, an arm the
 #                  proof trained only gets it as its held-out eval: learning_proof.py --add-heldout sft/seed28/epoch FILE
 #   veval ADAPTER  the held-out eval of ADAPTER through vLLM (python -m eval --backend vllm; after vinstall), then
-#                  through Unsloth: seconds and accuracy side by side, reports to $OUT/veval-RUN-BACKEND
+#                  through Unsloth: seconds and accuracy side by side, $OUT/veval-RUN-BACKEND.json (report.json)
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
 #   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log;
 #                  returns at once. Start one and give it every seed (--arms sft easy mixed --seeds 0 1 2: arm
@@ -215,11 +215,13 @@ case "$stage" in
   veval)
     # The held-out eval of one adapter through vLLM, then through Unsloth's native path (rounds), each its own
     # process (vLLM takes a share of the GPU for its cache): seconds and accuracy side by side (issue 32).
+    # Each eval writes five files; the device returns 8 a call: its report.json and log come back, the rest stays.
     run=$(basename "$(dirname "$(dirname "$1")")")
     for backend in vllm unsloth; do
       python3 -m eval --checkpoint "$1" --backend "$backend" --data-dir "$work/data" --split dev --max-new-tokens 256 \
-        --no-progress --out "$out/veval-$run-$backend" > "$out/veval-$run-$backend.log" 2>&1 \
+        --no-progress --out "$runs/veval-$run-$backend" > "$out/veval-$run-$backend.log" 2>&1 \
         || echo "python -m eval --backend $backend exited with $?"
+      cp "$runs/veval-$run-$backend/report.json" "$out/veval-$run-$backend.json" 2>/dev/null || true
       echo "$backend: $(grep -E "^[0-9.]+ s; report" "$out/veval-$run-$backend.log" || tail -3 "$out/veval-$run-$backend.log")"
       grep -E "^\| overall" "$out/veval-$run-$backend.log" || true
     done
