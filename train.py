@@ -409,8 +409,8 @@ def phase_length(questions: int, grpo: AgentGRPOConfig) -> str:
         steps, source = grpo.max_steps, " (--max_steps)"
     else:
         steps, source = math.ceil(questions * grpo.num_generations * grpo.num_train_epochs / per_step), ""
-    return (f"{'' if source else 'about '}{steps} optimizer steps{source} of {per_step} episodes ({groups} question{'s' * (groups != 1)} x "
-            f"{grpo.num_generations}): {steps * per_step} episodes")
+    return (f"{'' if source else 'about '}{steps} optimizer steps{source} of {per_step} episodes ({groups} "
+            f"question{'s' * (groups != 1)} x {grpo.num_generations}): {steps * per_step} episodes")
 
 
 def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> tuple[Dataset, FewShotPrompt, str]:

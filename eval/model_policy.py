@@ -122,7 +122,7 @@ def prefix_cache_hit_rate(calls: list[GenerationCall]) -> float | None:
     previous turn's context and reply), over the calls of an engine that keeps one; None for the others."""
     cached = [call for call in calls if call.cached_context_tokens is not None]
     context = sum(call.context_tokens for call in cached)
-    return round(sum(call.cached_context_tokens or 0 for call in cached) / context, 3) if context else None
+    return round(sum(call.cached_context_tokens for call in cached) / context, 3) if context else None
 
 
 @dataclass

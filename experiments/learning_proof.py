@@ -41,12 +41,13 @@ the arms grown from it are not run for that seed: GRPO from it would see only ze
 
 Each entry records a digest of its adapter's weights and of the warm-up it descends from; two arms of a seed
 are compared (question by question, as an ablation, as a gain over the warm-up) only when their warm-up digests
-match (the warm-up-size arms above excepted), since a warm-up trained again need not come out the same. ``--train-only ARM...`` skips the evals of arms
-that only start later ones (for example ``--arms sft easy mixed mixed-only --train-only sft easy``: the
-curriculum against mixed-only in one session, from one warm-up). Such an arm can still get its held-out eval
-afterwards from ``benchmarks/eval_generation.py`` (``bash scripts/gpu_session.sh eval-modes ADAPTER`` on the GPU
-machine): ``--add-heldout sft/seed28/epoch eval-generation-sft-seed28.json``, which keeps the outcomes question by
-question and says where the figure came from.
+match (the warm-up-size arms above excepted), since a warm-up trained again need not come out the same.
+``--train-only ARM...`` skips the evals of arms that only start later ones (for example ``--arms sft easy mixed
+mixed-only --train-only sft easy``: the curriculum against mixed-only in one session, from one warm-up). Such an
+arm can still get its held-out eval afterwards from ``benchmarks/eval_generation.py`` (``bash
+scripts/gpu_session.sh eval-modes ADAPTER`` on the GPU machine): ``--add-heldout sft/seed28/epoch
+eval-generation-sft-seed28.json``, which keeps the outcomes question by question and says where the figure came
+from.
 """
 
 from __future__ import annotations

@@ -122,6 +122,7 @@ def warm_up_of(arm: Arm) -> str | None:
     is one; None for the base model and GRPO from it."""
     return next((name for name in (arm.name, *start_chain(arm)) if ARMS[name].phase == "sft"), None)
 
+
 def trains_its_own_warm_up(ablation: Arm) -> bool:
     """Whether an ablation grows from another warm-up than the full setting it is compared with (the warm-up is what
     it changes): such a pair shares a seed and scale, never a warm-up."""
