@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -255,13 +256,15 @@ def close_turns_at_tool_call_end(trainer: Any, tokenizer: Any) -> None:
 def logprobs_for_added_tokens(logprobs: list[list[float]] | None,
                               completion_ids: list[list[int]]) -> list[list[float]] | None:
     """The sampling log-probabilities of a turn (vLLM's, one a token; None on the native path) lined up with its
-    ids again after tokens were added to them: 0.0 for each added token, as TRL gives the tool-result tokens it
-    adds itself. TRL joins the turns' log-probabilities by position, so a missing one would shift every later token
-    of the episode; with 0.0 (probability 1), the importance-sampling ratio of the added <|im_end|> is the policy's
-    own probability of closing the turn there."""
+    ids again after tokens were added to them: NaN for each added token. TRL joins the turns' log-probabilities by
+    position, so a missing one would shift every later token of the episode. NaN is how TRL 1.15 and Unsloth mark
+    a token vLLM did not score: its importance-sampling ratio is 1 and it stays out of the log-probability
+    metrics, so the added <|im_end|> is trained as on the native path. A number would be wrong: vLLM never sampled
+    the token, and 0.0 (probability 1) made its ratio the policy's own probability of closing the turn, as low
+    as e^-20 where a weak model would not have closed it, which dropped the episode from the gradient."""
     if logprobs is None:
         return None
-    return [[*row, *[0.0] * (len(ids) - len(row))] for row, ids in zip(logprobs, completion_ids, strict=True)]
+    return [[*row, *[math.nan] * (len(ids) - len(row))] for row, ids in zip(logprobs, completion_ids, strict=True)]
 
 
 def with_vllm_stop_ids(generation_kwargs: dict[str, Any] | None, stop_ids: list[int]) -> dict[str, Any]:

@@ -413,8 +413,9 @@ def vllm_alignment_warning(log_history: list[dict[str, Any]]) -> str | None:
     ratio = f", importance-sampling ratio {statistics.fmean(ratios):.2f} on average" if ratios else ""
     return (f"WARNING: vLLM's sampling log-probabilities differ from the trainer's by up to "
             f"{statistics.median(largest):.1f} nats a token (median over {len(largest)} steps{ratio}): the rollouts' "
-            "tokens or weights are not the ones trained on, so the gradient is off (on vLLM's CPU build: the "
-            "<|im_end|> the stop rule adds after </tool_call>). Train without --fast_inference (docs/vllm.md, item 8).")
+            "tokens or weights are not the ones trained on (a weight copy that missed some rows, or a token added "
+            "to the rollouts with a made-up log-probability), so the gradient is off. Train without "
+            "--fast_inference (docs/vllm.md, item 8).")
 
 
 def model_card(base_model: str, phase: str, hardness: tuple[str, ...], start_adapter: Path | None) -> str:

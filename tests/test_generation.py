@@ -178,7 +178,8 @@ def test_trl_generation_is_wrapped_caps_inside_closing_inside_timing() -> None:
 
 def test_a_closed_turn_keeps_vllms_logprobs_in_line_with_its_tokens() -> None:
     """Under vLLM a turn comes with one sampling log-probability a token; the <|im_end|> added after </tool_call>
-    gets 0.0, so TRL's by-position join of the turns stays aligned."""
+    gets NaN, so TRL's by-position join of the turns stays aligned and TRL's importance-sampling correction leaves
+    the token vLLM never sampled alone."""
     import models
 
     tokenizer = models.build_qwen3_tokenizer()
@@ -195,7 +196,8 @@ def test_a_closed_turn_keeps_vllms_logprobs_in_line_with_its_tokens() -> None:
     generation.close_turns_at_tool_call_end(trainer, tokenizer)
     completions, logprobs = trainer._generate_single_turn([[1], [2]])
     assert [len(row) for row in logprobs] == [len(ids) for ids in completions] == [len(call) + 1, len(answer)]
-    assert logprobs == [[*sampled[0], 0.0], sampled[1]]  # only the added token's is new
+    assert logprobs[0][:-1] == sampled[0] and math.isnan(logprobs[0][-1])  # only the added token's is new
+    assert logprobs[1] == sampled[1]
     assert generation.logprobs_for_added_tokens(None, completions) is None  # the native path has none
 
 
