@@ -88,6 +88,12 @@ ARMS = {
     # The rollouts' temperature: 44-63% of the mixed phase's groups start with no right episode at all (seed 27); a
     # hotter sampler writes more different SQL per group, so more of those groups may hold one right episode.
     "mixed-temp1.2": Arm("mixed-temp1.2", "mixed", "easy", "mixed_steps", ("--temperature", "1.2"), ablates="mixed"),
+    # And a cooler one. The eval decodes greedily, and at temperature 1 the 0.5B's sampled episodes are right far
+    # less often than its greedy ones (epoch scale: 45% of the easy phase's first episodes, 59% greedy on the
+    # train part's easy questions), so most of a group's spread is sampling noise, which teaches the sampled
+    # policy what greedy decoding already does. Nearer the greedy path, a right episode in a group is more often
+    # one the greedy answer would not have given.
+    "mixed-temp0.7": Arm("mixed-temp0.7", "mixed", "easy", "mixed_steps", ("--temperature", "0.7"), ablates="mixed"),
     # Learning rate (issue 29's settings): the epoch scale's 16 groups a step give 28 optimizer steps an easy epoch, a
     # tenth of the warm-up's 1e-3; 1e-4 asks whether the default 2e-5 leaves the LoRA where the warm-up put it.
     "easy-lr1e-4": Arm("easy-lr1e-4", "easy", "sft", "easy_steps", ("--learning_rate", "1e-4"), ablates="easy"),

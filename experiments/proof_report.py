@@ -591,6 +591,38 @@ def unreadable_call_lines(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+ACCURACY = "episode/accuracy"
+NONE_CORRECT = "episode/groups_none_correct"
+
+
+def ends_of_phase(run: dict[str, Any]) -> tuple[slice, slice]:
+    """The steps of a phase's first and last fifth (at least one each): long enough to pool a few steps' groups."""
+    length = max(1, len(run.get("curves", [])) // 5)
+    return slice(0, length), slice(-length, None)
+
+
+def sharpening_rows(results: dict[str, Any]) -> list[str]:
+    """Per GRPO arm, pooled over its runs, on its own training questions at the start and the end of the phase: the
+    share of episodes right (pass@1) and of groups with at least one right episode (pass@k, k the group's size).
+    GRPO can only reinforce an answer some episode of the group found, so pass@k is the ceiling of what it can move
+    pass@1 to, and whether that ceiling rises says whether the phase finds new answers or sharpens known ones."""
+    rows = []
+    for arm in report_lines(results):
+        runs = [run for run in runs_of(results, arm) if curve(run, ACCURACY) and curve(run, NONE_CORRECT)]
+        if not runs:
+            continue
+        cells = []
+        for end in (0, 1):
+            accuracy = [_mean_of(run, ACCURACY, ends_of_phase(run)[end]) for run in runs]
+            any_right = [1 - none for run in runs
+                         if (none := _mean_of(run, NONE_CORRECT, ends_of_phase(run)[end])) is not None]
+            cells += [_cell(accuracy).split(" (n=")[0], _cell(any_right).split(" (n=")[0]]
+        steps = sorted({len(run["curves"]) for run in runs})
+        rows.append(f"| {arm} | {len(runs)} | {'-'.join(map(str, (steps[0], steps[-1])[:len(set(steps))]))} | "
+                    f"{cells[0]} -> {cells[2]} | {cells[1]} -> {cells[3]} |")
+    return rows
+
+
 def pooled_lengths(results: dict[str, Any]) -> list[str]:
     """For each arm whose evaluated runs differ in GRPO steps: which seeds ran how many (the accuracy table pools
     them, so that a shorter line counts as a line)."""
@@ -784,6 +816,14 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         if rows:
             lines += ["", intro, "", f"| arm | runs | {counted} | " + " | ".join(columns) + " |",
                       "|---" * (len(columns) + 3) + "|", *rows]
+    sharpening = sharpening_rows(results)
+    if sharpening:
+        lines += ["", ("What each GRPO phase did on its own training questions, first fifth of its steps -> last fifth "
+                       "(mean ± spread over runs): the share of episodes right (pass@1) and of groups with at least "
+                       "one right episode (pass@k). GRPO only reinforces answers its groups found, so pass@k bounds "
+                       "what it can lift pass@1 to; a flat pass@k means the phase sharpened what the model could "
+                       "already do rather than finding new answers:"), "",
+                  "| arm | runs | steps | pass@1 | pass@k |", "|---|---|---|---|---|", *sharpening]
     unreadable = unreadable_call_lines(results)
     if unreadable:
         lines += ["", "An unreadable tool call as the model wrote it (the first an eval kept; line breaks as \\n):", "",

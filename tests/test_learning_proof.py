@@ -337,6 +337,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "easy-lr1e-4": "sft", "mixed-lr1e-4": "sft", "mixed-informative-answer": "sft",
                         "mixed-oversample": "sft", "easy-oversample": "sft", "mixed-oversample-lr5e-5": "sft",
                         "mixed-lr5e-5": "sft", "mixed-all": "sft", "mixed-dr-grpo": "sft", "mixed-temp1.2": "sft",
+                        "mixed-temp0.7": "sft",
                         "sft-4x": "sft-4x", "easy-sft4x": "sft-4x", "mixed-sft4x": "sft-4x",
                         "sft-habit": "sft-habit", "easy-habit": "sft-habit",
                         "no-penalty-habit": "sft-habit"}
@@ -366,7 +367,8 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                                              tmp_path, 8)
     agent, grpo, _ = train.parse_config(plain_faster)
     assert (agent.oversample_groups, grpo.learning_rate) == (0, 5e-5)
-    for arm, setting in (("mixed-dr-grpo", ("loss_type", "dr_grpo")), ("mixed-temp1.2", ("temperature", 1.2))):
+    for arm, setting in (("mixed-dr-grpo", ("loss_type", "dr_grpo")), ("mixed-temp1.2", ("temperature", 1.2)),
+                         ("mixed-temp0.7", ("temperature", 0.7))):
         grpo = train.parse_config(learning_proof.train_argv(proof_arms.ARMS[arm], scale, tmp_path, BUILTIN_DATA_DIR,
                                                             tmp_path, 8))[1]
         assert getattr(grpo, setting[0]) == setting[1] != getattr(train.parse_config(plain_faster)[1], setting[0])

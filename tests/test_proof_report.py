@@ -438,3 +438,17 @@ def test_the_report_shows_an_unreadable_tool_call_as_the_model_wrote_it(tmp_path
     assert proof_report.unreadable_call_lines(results) == [expected]
     proof_report.write_report(results, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
     assert expected in (tmp_path / "report.md").read_text()
+
+
+def test_what_a_phase_did_on_its_own_groups_reads_the_first_and_last_fifth_of_its_steps() -> None:
+    def run(arm: str, seed: int, accuracy: list[float], none_correct: list[float]) -> dict:
+        return {"arm": arm, "seed": seed, "scale": "epoch",
+                "curves": [{"episode/accuracy": right, "episode/groups_none_correct": none}
+                           for right, none in zip(accuracy, none_correct, strict=True)]}
+
+    # ten steps: the fifths are steps 1-2 and 9-10; the middle steps count in neither
+    runs = {"easy/seed1/epoch": run("easy", 1, [0.4, 0.4, *[0.9] * 6, 0.6, 0.6], [0.3, 0.3, *[0.0] * 6, 0.2, 0.2]),
+            "easy/seed2/epoch": run("easy", 2, [0.5, 0.5, *[0.9] * 6, 0.7, 0.7], [0.3, 0.3, *[0.0] * 6, 0.2, 0.2]),
+            "sft/seed1/epoch": {"arm": "sft", "seed": 1, "scale": "epoch", "curves": [{"loss": 1.0}]}}
+    assert proof_report.sharpening_rows({"runs": runs}) == [
+        "| easy@epoch | 2 | 10 | 45.0% ± 7.1 -> 65.0% ± 7.1 | 70.0% ± 0.0 -> 80.0% ± 0.0 |"]  # no row for sft
