@@ -136,11 +136,10 @@ def set_group_size(grpo: Any, num_generations: int) -> None:
     grpo.generation_batch_size = grpo.world_size * num_generations
 
 
-def warmup_recipe(agent: Any) -> tuple[dict[str, Any], float]:
-    """The warm-up's settings and learning rate for the run's model: the embedded model's full fine-tune, else
-    the LoRA of a GPU run."""
-    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
-    if source["name"] == EMBEDDED_MODEL:
+def warmup_recipe(model_name: str) -> tuple[dict[str, Any], float]:
+    """The warm-up's settings and learning rate for a fetched model (models.py's name): the embedded model's full
+    fine-tune, else the LoRA of a GPU run."""
+    if model_name == EMBEDDED_MODEL:
         return EMBEDDED_WARMUP, EMBEDDED_WARMUP_LEARNING_RATE
     return LORA_WARMUP, sft.SFT_LEARNING_RATE
 
@@ -149,7 +148,7 @@ def embedded_warmup_dir(agent: Any) -> Path:
     """Where the warm-up of the embedded model is cached: by model, data, prompt and warm-up settings."""
     source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
     train_file = Path(agent.data_dir) / "train_spider.json"
-    settings, learning_rate = warmup_recipe(agent)
+    settings, learning_rate = warmup_recipe(source["name"])
     key_parts = [source.get("gguf_sha256", agent.model), hashlib.sha256(train_file.read_bytes()).hexdigest(),
                  settings, learning_rate, system_prompt(agent.step_budget)]
     key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:12]
@@ -175,7 +174,7 @@ def embedded_warmup_model(agent: Any, grpo: Any, explicit: set[str], load_model:
         return warmed
     print(f"[train] embedded warm-up: teaching {source['name']} the tool protocol on the oracle's episodes "
           f"(once, a few minutes; cached in {cache})", flush=True)
-    settings, learning_rate = warmup_recipe(agent)
+    settings, learning_rate = warmup_recipe(source["name"])
     warmup_agent = dataclasses.replace(agent, **settings)
     warmup_grpo = copy.copy(grpo)  # TrainingArguments re-derives fields in __post_init__: copy, do not rebuild
     warmup_grpo.output_dir, warmup_grpo.learning_rate = str(cache), learning_rate

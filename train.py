@@ -314,6 +314,17 @@ def generation_steps(per_device: int, accumulation: int, processes: int, num_gen
     return accumulation
 
 
+def launched_processes() -> int:
+    """The processes the launcher started (its WORLD_SIZE; the devices are not set up when the settings are read)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def episodes_per_step(grpo: Any) -> int:
+    """Completions an optimizer step trains on, over every process: TRL and Unsloth count every process's, so
+    1 x 3 on 2 GPUs holds one whole group of 6."""
+    return grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps * launched_processes()
+
+
 class AgentGRPOConfig(GRPOConfig):
     """GRPOConfig with this project's defaults and a clearer batch-size check (no new fields)."""
 
@@ -322,10 +333,7 @@ class AgentGRPOConfig(GRPOConfig):
             raise ValueError(f"--num_generations must be at least 2 (GRPO compares completions of one prompt), "
                              f"got {self.num_generations}")
         self.check_sizes()
-        # The launcher's WORLD_SIZE (the devices are not set up yet): TRL and Unsloth count every process's
-        # completions, so 1 x 3 on 2 GPUs holds one whole group of 6.
-        processes = int(os.environ.get("WORLD_SIZE", "1"))
-        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps * processes
+        processes, batch = launched_processes(), episodes_per_step(self)
         if self.generation_batch_size is None and self.steps_per_generation is None:  # TRL's to derive: ours
             if batch % self.num_generations:
                 options = "\n  ".join(nearest_valid_batches(self.per_device_train_batch_size,
@@ -402,8 +410,7 @@ def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str
 def phase_length(questions: int, grpo: AgentGRPOConfig) -> str:
     """How long a GRPO phase runs, for the log: its optimizer steps and episodes, --max_steps where set, else about
     its epochs' (TRL rounds each epoch's steps and drops a last generation batch short of whole groups)."""
-    processes = int(os.environ.get("WORLD_SIZE", "1"))
-    per_step = grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps * processes
+    per_step = episodes_per_step(grpo)
     groups = per_step // grpo.num_generations
     if grpo.max_steps > 0:
         steps, source = grpo.max_steps, " (--max_steps)"

@@ -618,8 +618,8 @@ def sharpening_rows(results: dict[str, Any]) -> list[str]:
                          if (none := _mean_of(run, NONE_CORRECT, ends_of_phase(run)[end])) is not None]
             cells += [_cell(accuracy).split(" (n=")[0], _cell(any_right).split(" (n=")[0]]
         steps = sorted({len(run["curves"]) for run in runs})
-        rows.append(f"| {arm} | {len(runs)} | {'-'.join(map(str, (steps[0], steps[-1])[:len(set(steps))]))} | "
-                    f"{cells[0]} -> {cells[2]} | {cells[1]} -> {cells[3]} |")
+        lengths = f"{steps[0]}-{steps[-1]}" if len(steps) > 1 else str(steps[0])
+        rows.append(f"| {arm} | {len(runs)} | {lengths} | {cells[0]} -> {cells[2]} | {cells[1]} -> {cells[3]} |")
     return rows
 
 

@@ -1226,12 +1226,11 @@ def test_the_embedded_model_warms_up_every_weight_and_another_fetched_model_a_lo
     agent, grpo, explicit = train.parse_config(["--model", TINY_MODEL, "--max_questions", "2", "--sft_epochs", "1",
                                                 "--output_dir", str(tmp_path / "out")])
     monkeypatch.setattr(train.models, "model_cache_dir", lambda: tmp_path / "cache" / "models")
-    monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": embedded.EMBEDDED_MODEL})
-    settings, rate = embedded.warmup_recipe(agent)
+    settings, rate = embedded.warmup_recipe(embedded.EMBEDDED_MODEL)
     assert (settings["sft_full_finetune"], rate) == (True, embedded.EMBEDDED_WARMUP_LEARNING_RATE)
-    monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": "qwen2.5-coder-0.5b-instruct"})
-    settings, rate = embedded.warmup_recipe(agent)
+    settings, rate = embedded.warmup_recipe("qwen2.5-coder-0.5b-instruct")
     assert (settings["sft_full_finetune"], rate) == (False, sft.SFT_LEARNING_RATE)
+    monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": "qwen2.5-coder-0.5b-instruct"})
     monkeypatch.setattr(embedded, "LORA_WARMUP", {**embedded.LORA_WARMUP, "max_questions": 2, "sft_epochs": 1.0})
     warmed = embedded.embedded_warmup_model(agent, grpo, explicit, train.load_model)
     assert (warmed / "config.json").is_file() and not (warmed / "adapter_config.json").exists()  # merged, whole
