@@ -495,9 +495,12 @@ def plan_scale_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
 # ---------------------------------------------------------------------------------------------- tables
 
 
-# The main line's consecutive arms and the whole line; the same for the lines whose mixed phase samples otherwise.
+# The main line's consecutive arms and the whole line; the same for the lines whose mixed phase samples otherwise,
+# and for the lines grown from the four-times warm-up.
 PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "mixed-informative"),
-               ("sft", "mixed-informative"), ("easy", "mixed-oversample"), ("sft", "mixed-oversample"))
+               ("sft", "mixed-informative"), ("easy", "mixed-oversample"), ("sft", "mixed-oversample"),
+               ("sft-4x", "easy-sft4x"), ("easy-sft4x", "mixed-sft4x"), ("sft-4x", "mixed-sft4x"),
+               ("easy-sft4x", "mixed-informative-sft4x"), ("sft-4x", "mixed-informative-sft4x"))
 
 
 def paired_rows(results: dict[str, Any]) -> list[str]:
