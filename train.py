@@ -209,10 +209,10 @@ class AgentConfig(sft.WarmupConfig):
         default=384, metadata={"help": "On out-of-memory, retry once with this max_completion_length."}
     )
     sampling: str = field(
-        default="plain",
-        metadata={"help": "Which questions a step trains on: 'plain' (TRL's shuffled passes) or 'informative' "
-                          "(sampling.py: a question whose last group scored alike, all right or all wrong, waits while "
-                          "others take its slot; the same number of episodes)."},
+        default="informative",
+        metadata={"help": "Which questions a step trains on: 'informative' (sampling.py: a question whose last group "
+                          "scored alike, all right or all wrong, waits while others take its slot; the same number of "
+                          "episodes; the learning proof's best mixed phase) or 'plain' (TRL's shuffled passes)."},
     )
     oversample_groups: int = field(
         default=0,

@@ -218,6 +218,8 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
     if questions is not None:
         argv += ["--max_questions", str(questions)]
     argv += [*arm.flags, *group_argv(arm, scale)]
+    if "--sampling" not in arm.flags:  # the arms measured before train.py's default became informative sampling
+        argv += ["--sampling", "plain"]
     if arm.start_from is not None:
         start = adapter_of(work, arm.start_from, seed)
         if not (start / "adapter_model.safetensors").is_file():

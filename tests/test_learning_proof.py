@@ -367,6 +367,10 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                                              tmp_path, 8)
     agent, grpo, _ = train.parse_config(plain_faster)
     assert (agent.oversample_groups, grpo.learning_rate) == (0, 5e-5)
+    # The arms measured before train.py's default became informative sampling keep TRL's plain passes.
+    assert (agent.sampling, train.parse_config([])[0].sampling) == ("plain", "informative")
+    assert train.parse_config(learning_proof.train_argv(proof_arms.ARMS["mixed-informative"], scale, tmp_path,
+                                                        BUILTIN_DATA_DIR, tmp_path, 8))[0].sampling == "informative"
     for arm, setting in (("mixed-dr-grpo", ("loss_type", "dr_grpo")), ("mixed-temp1.2", ("temperature", 1.2)),
                          ("mixed-temp0.7", ("temperature", 0.7))):
         grpo = train.parse_config(learning_proof.train_argv(proof_arms.ARMS[arm], scale, tmp_path, BUILTIN_DATA_DIR,

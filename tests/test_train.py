@@ -173,7 +173,7 @@ def test_a_large_step_generates_in_rounds_of_whole_groups_that_divide_it(argv: l
 
 def test_the_warm_up_defaults_are_the_measured_ones_unless_given() -> None:
     agent, grpo, explicit = train.parse_config(["--phase", "sft"])
-    assert sft.with_warmup_defaults(agent, explicit).max_questions == sft.SFT_MAX_QUESTIONS == 600
+    assert sft.with_warmup_defaults(agent, explicit).max_questions == sft.SFT_MAX_QUESTIONS == 2400
     assert agent.sft_epochs == 1 and agent.sft_hardness == ["easy", "medium"] and sft.SFT_LEARNING_RATE == 1e-3
     agent, _, explicit = train.parse_config(["--phase", "sft", "--max_questions", "50"])
     assert sft.with_warmup_defaults(agent, explicit).max_questions == 50
