@@ -11,12 +11,16 @@ Scripted policies:
 - ``wrapped``: the oracle, but it wraps its answer the way models do (fences, "Answer:",
   quotes). The relaxed verifier must accept it.
 - ``never_stop``: the oracle, then keeps querying after answering: shows the post-episode penalty.
+- ``retry``: the oracle, with a first query that names a column the gold tables lack; it reads the error, then runs
+  the gold query: the recovery the warm-up never showed (a quarter of the 0.5B's wrong held-out answers followed a
+  failed query with an answer, no retry).
 - ``random``: looks at a random table and answers with a random value from it: near zero accuracy.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -24,6 +28,7 @@ from typing import Any, Protocol
 from agent_env import TOOL_NAMES, SQLEnv, load_gold, max_tool_calls, tool_methods
 from prompt import TABLES_LABEL
 from sql_structure import SQLStructureError, tables_used
+from sqlite_readonly import DatabaseError, ReadOnlyDatabase
 from verifier import format_answer
 
 NEVER_STOP_EXTRA_CALLS = 2
@@ -161,6 +166,51 @@ class NeverStopPolicy(OraclePolicy):
         return super().plan(row) + extra
 
 
+def query_with_a_wrong_column(db_path: str, gold_sql: str, seed: str) -> str | None:
+    """The gold query with one of its columns swapped for a column of another table of the database, chosen with
+    ``seed``, such that SQLite refuses it (``no such column``): the mistake small models make most. None where no
+    swap makes the query fail (every column of the database belongs to the gold tables, say)."""
+    try:
+        gold_tables = {table.lower() for table in tables_used(gold_sql)}
+    except SQLStructureError:
+        return None
+    with ReadOnlyDatabase(db_path) as database:
+        columns = {table.lower(): [name for name, _ in database.columns(table)] for table in database.table_names()}
+        gold_columns = {name.lower() for table in gold_tables for name in columns.get(table, [])}
+        used = [name for name in sorted(gold_columns) if re.search(rf"\b{re.escape(name)}\b", gold_sql, re.IGNORECASE)]
+        others = sorted({name for table, names in columns.items() if table not in gold_tables for name in names
+                         if name.lower() not in gold_columns and re.fullmatch(r"\w+", name)})
+        chooser = random.Random(seed)
+        chooser.shuffle(used)
+        for column in used:
+            pattern = re.compile(rf"(?<![\w'\"]){re.escape(column)}(?![\w'\"])", re.IGNORECASE)
+            for other in chooser.sample(others, min(3, len(others))):
+                broken, count = pattern.subn(other, gold_sql, count=1)
+                if not count:
+                    break
+                try:
+                    database.run_select(broken, max_rows=1)
+                except DatabaseError as error:
+                    if "no such column" in str(error):
+                        return broken
+    return None
+
+
+@dataclass
+class RetryPolicy(OraclePolicy):
+    """The oracle, whose first query names a column the gold tables lack; after the error it runs the gold query."""
+
+    name: str = "retry"
+
+    def plan(self, row: dict[str, Any]) -> list[ToolCall]:
+        calls = super().plan(row)
+        broken = query_with_a_wrong_column(str(row["db_path"]), row["gold_sql"], row["question"])
+        if broken is None:
+            return calls
+        first_query = next(index for index, call in enumerate(calls) if call.name == "query")
+        return calls[:first_query] + [ToolCall("query", {"sql": broken})] + calls[first_query:]
+
+
 @dataclass
 class RandomPolicy:
     """Samples a random table and answers with one random cell from what it saw."""
@@ -192,6 +242,7 @@ SCRIPTED_POLICIES: dict[str, Callable[[], Policy]] = {
     "oracle": OraclePolicy,
     "wrapped": WrappedAnswerPolicy,
     "never_stop": NeverStopPolicy,
+    "retry": RetryPolicy,
     "random": RandomPolicy,
 }
 

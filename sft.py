@@ -47,7 +47,7 @@ from chat_format import masked_chat_template, tool_token_ids
 from fewshot import FewShotPrompt, training_questions
 from models import save_tool_token_rows
 from output_folders import ADAPTER_DIRNAME, phase_dir
-from policies import NeverStopPolicy, OraclePolicy, Policy, play_episode
+from policies import NeverStopPolicy, OraclePolicy, Policy, RetryPolicy, play_episode
 from prompt import CLOSING_MESSAGE
 from spider_data import SpiderExample, to_grpo_rows
 from training_logs import write_run_config
@@ -67,20 +67,26 @@ IGNORE_INDEX = -100
 
 
 def oracle_conversations(
-    rows: Sequence[dict[str, Any]], *, step_budget: int, never_stop_share: float = 0.0, seed: int = 0
+    rows: Sequence[dict[str, Any]], *, step_budget: int, never_stop_share: float = 0.0, retry_share: float = 0.0,
+    seed: int = 0,
 ) -> list[list[dict[str, Any]]]:
     """The chat messages of one oracle episode per row, closed by a short final assistant turn.
 
     ``never_stop_share`` of the episodes (chosen with ``seed``) keep querying after the answer, as
     the first run's models did: a warm start with that habit, for measuring what the penalty does.
+    ``retry_share`` of them first run a query with a wrong column, read SQLite's error and then run
+    the gold query (policies.RetryPolicy; a question where no such query exists plays the plain oracle).
     """
-    if not 0.0 <= never_stop_share <= 1.0:
-        raise ValueError(f"never_stop_share must be between 0 and 1, got {never_stop_share}")
+    if not (0.0 <= never_stop_share <= 1.0 and 0.0 <= retry_share <= 1.0 and never_stop_share + retry_share <= 1.0):
+        raise ValueError(f"never_stop_share and retry_share must be between 0 and 1 and add up to at most 1, got "
+                         f"{never_stop_share} and {retry_share}")
     chooser = random.Random(seed)
     env = SQLEnv(step_budget=step_budget)
     conversations = []
     for row in rows:
-        policy: Policy = NeverStopPolicy() if chooser.random() < never_stop_share else OraclePolicy()
+        draw = chooser.random()
+        policy: Policy = (NeverStopPolicy() if draw < never_stop_share
+                          else RetryPolicy() if draw < never_stop_share + retry_share else OraclePolicy())
         transcript = play_episode(env, row, policy)
         if not transcript.episode.is_correct:
             raise ValueError(f"the oracle got {row['question']!r} wrong; the verifier and the gold disagree")
@@ -311,12 +317,21 @@ class WarmupConfig:
         metadata={"help": "--phase sft: share of episodes that keep calling tools after answering (reproduces "
                           "the first run's habit, to measure the post-episode penalty). Leave at 0 otherwise."},
     )
+    sft_retry_share: float = field(
+        default=0.0,
+        metadata={"help": "--phase sft: share of episodes whose first query names a column the gold tables lack, "
+                          "then, after SQLite's error, runs the gold query (the learning proof's arm sft-4x-retry; "
+                          "not yet measured on a GPU)."},
+    )
 
     def __post_init__(self) -> None:
-        if self.sft_epochs <= 0 or self.sft_batch_size < 1 or not 0.0 <= self.sft_never_stop_share <= 1.0:
-            raise ValueError("--sft_epochs must be above 0, --sft_batch_size at least 1 and --sft_never_stop_share "
-                             f"between 0 and 1, got {self.sft_epochs}, {self.sft_batch_size} and "
-                             f"{self.sft_never_stop_share}")
+        shares = (self.sft_never_stop_share, self.sft_retry_share)
+        if self.sft_epochs <= 0 or self.sft_batch_size < 1 or not (all(0.0 <= share <= 1.0 for share in shares)
+                                                                  and sum(shares) <= 1.0):
+            raise ValueError("--sft_epochs must be above 0, --sft_batch_size at least 1, and --sft_never_stop_share "
+                             "and --sft_retry_share between 0 and 1 with a sum of at most 1, got "
+                             f"{self.sft_epochs}, {self.sft_batch_size}, {self.sft_never_stop_share} and "
+                             f"{self.sft_retry_share}")
 
 
 @dataclass
@@ -411,7 +426,8 @@ def warmup_conversations(agent: Any, *, seed: int) -> list[list[dict[str, Any]]]
     questions, fewshot, _ = training_questions(agent, agent.sft_hardness, agent.fewshot_examples,
                                                hold_out_examples=False)
     return oracle_conversations(rows_with_both_prompts(questions, fewshot), step_budget=agent.step_budget,
-                                never_stop_share=agent.sft_never_stop_share, seed=seed)
+                                never_stop_share=agent.sft_never_stop_share, retry_share=agent.sft_retry_share,
+                                seed=seed)
 
 
 def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -> Path:
@@ -435,6 +451,11 @@ def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -
     print(f"[sft] {len(data)} oracle episodes of {agent.data_dir} ({tokens} tokens, {trained} of them the "
           f"assistant's), {settings.epochs:g} epoch(s), learning rate {settings.learning_rate:g}, "
           f"{settings.batch_size} episodes per step", flush=True)
+    if agent.sft_retry_share:
+        retried = sum(any(message["role"] == "tool" and "no such column" in str(message["content"])
+                          for message in messages) for messages in conversations)
+        print(f"[sft] {retried} of the episodes run a query with a wrong column first, then the gold query "
+              f"(--sft_retry_share {agent.sft_retry_share:g})", flush=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_run_config(out_dir, agent, grpo, phase=None, sft=asdict(settings))
     metrics_path = out_dir / "metrics.jsonl"

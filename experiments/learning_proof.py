@@ -20,8 +20,11 @@ Every arm is the project's own commands, run in this process (``train.py``, ``py
   without the penalty): after the plain warm-up no model calls a tool once the episode is over, so the
   penalty has nothing to act on there;
 - the warm-up's size: ``sft-4x`` (four times the scale's oracle episodes), ``easy-sft4x``, ``mixed-sft4x``
-  and ``mixed-informative-sft4x`` from it, each compared with the scale's own line of the same seed (the warm-ups differ by design, so these
-  pair by seed and scale, not by warm-up digest).
+  and ``mixed-informative-sft4x`` from it, each compared with the scale's own line of the same seed (the
+  warm-ups differ by design, so these pair by seed and scale, not by warm-up digest);
+- recovery from a failed query: ``sft-4x-retry`` (a quarter of its episodes run a query with a wrong column
+  first, then the gold query), ``easy-sft4x-retry`` and ``mixed-informative-sft4x-retry``, against the
+  four-times line of the same seed.
 After each arm, ``python -m eval`` runs on the held-out databases (all their questions) and on the
 training part's easy questions. Data: real Spider (``--data-dir``, default ../shared/spider) split by
 database: the databases in experiments/heldout_databases.txt are held out of every phase and warm-up.

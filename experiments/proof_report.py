@@ -500,7 +500,8 @@ def plan_scale_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
 PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "mixed-informative"),
                ("sft", "mixed-informative"), ("easy", "mixed-oversample"), ("sft", "mixed-oversample"),
                ("sft-4x", "easy-sft4x"), ("easy-sft4x", "mixed-sft4x"), ("sft-4x", "mixed-sft4x"),
-               ("easy-sft4x", "mixed-informative-sft4x"), ("sft-4x", "mixed-informative-sft4x"))
+               ("easy-sft4x", "mixed-informative-sft4x"), ("sft-4x", "mixed-informative-sft4x"),
+               ("sft-4x-retry", "mixed-informative-sft4x-retry"))
 
 
 def paired_rows(results: dict[str, Any]) -> list[str]:

@@ -339,11 +339,14 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-lr5e-5": "sft", "mixed-all": "sft", "mixed-dr-grpo": "sft", "mixed-temp1.2": "sft",
                         "mixed-temp0.7": "sft",
                         "sft-4x": "sft-4x", "easy-sft4x": "sft-4x", "mixed-sft4x": "sft-4x",
-                        "mixed-informative-sft4x": "sft-4x", "sft-habit": "sft-habit", "easy-habit": "sft-habit",
+                        "mixed-informative-sft4x": "sft-4x", "sft-4x-retry": "sft-4x-retry",
+                        "easy-sft4x-retry": "sft-4x-retry", "mixed-informative-sft4x-retry": "sft-4x-retry",
+                        "sft-habit": "sft-habit", "easy-habit": "sft-habit",
                         "no-penalty-habit": "sft-habit"}
     # The larger warm-up's line is compared with the scale's own warm-up's, arm by arm; the rest share their warm-up.
     assert [name for name, arm in proof_arms.ARMS.items() if proof_arms.trains_its_own_warm_up(arm)] == [
-        "no-sft", "sft-4x", "easy-sft4x", "mixed-sft4x", "mixed-informative-sft4x"]
+        "no-sft", "sft-4x", "easy-sft4x", "mixed-sft4x", "mixed-informative-sft4x", "sft-4x-retry", "easy-sft4x-retry",
+        "mixed-informative-sft4x-retry"]
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(proof_arms.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
     agent, _, _ = train.parse_config(argv)
@@ -353,6 +356,10 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     larger = learning_proof.train_argv(proof_arms.ARMS["sft-4x"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
     assert (train.parse_config(plain)[0].max_questions, train.parse_config(larger)[0].max_questions) == (
         scale.sft_questions, 4 * scale.sft_questions)
+    retrying = train.parse_config(learning_proof.train_argv(proof_arms.ARMS["sft-4x-retry"], scale, tmp_path,
+                                                            BUILTIN_DATA_DIR, tmp_path, 8))[0]
+    assert (retrying.max_questions, retrying.sft_retry_share, train.parse_config(larger)[0].sft_retry_share) == (
+        4 * scale.sft_questions, proof_arms.RETRY_SHARE, 0.0)
     (tmp_path / "sft-seed8" / "sft" / "adapter").mkdir(parents=True)
     (tmp_path / "sft-seed8" / "sft" / "adapter" / "adapter_model.safetensors").write_bytes(b"")
     faster = learning_proof.train_argv(proof_arms.ARMS["easy-lr1e-4"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 from pathlib import Path
 
 import pytest
 from tqdm import tqdm
 
 from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SQLEnv
-from policies import NEVER_STOP_EXTRA_CALLS, OraclePolicy, make_policy, play_episode
+from policies import NEVER_STOP_EXTRA_CALLS, OraclePolicy, make_policy, play_episode, query_with_a_wrong_column
 from prompt import system_prompt
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows
 from tests.helpers import make_shop_database, shop_row
@@ -49,6 +51,30 @@ def test_never_stopping_policy_pays_the_post_episode_penalty(row: dict) -> None:
     )
 
 
+def test_the_retry_policy_reads_sqlites_error_then_runs_the_gold_query(tmp_path: Path) -> None:
+    database = make_shop_database(tmp_path / "shop.sqlite")
+    with sqlite3.connect(database) as connection:  # a table the gold query does not read: where the wrong column is
+        connection.execute("CREATE TABLE supplier (supplier_id INTEGER, region TEXT)")
+    digest = hashlib.sha256(database.read_bytes()).hexdigest()
+    row = shop_row(database, "Total spent per customer?", JOIN_SQL)
+    transcript = play_episode(SQLEnv(), row, make_policy("retry"))
+    episode = transcript.episode
+    assert [step.tool for step in episode.steps] == ["describe", "describe", "query", "query", "answer"]
+    assert "no such column" in transcript.messages[-5]["content"] and episode.tool_errors == 1
+    broken = transcript.messages[-6]["tool_calls"][0]["function"]["arguments"]["sql"]
+    assert broken != JOIN_SQL and ("supplier_id" in broken or "region" in broken)
+    assert episode.is_correct and episode.post_episode_calls == 0
+    assert query_with_a_wrong_column(str(database), JOIN_SQL, row["question"]) == broken  # the same on every run
+    assert hashlib.sha256(database.read_bytes()).hexdigest() == digest
+
+
+def test_the_retry_policy_plays_the_oracle_where_no_wrong_column_exists(row: dict) -> None:
+    # The shop database's every column belongs to the gold query's two tables.
+    assert query_with_a_wrong_column(row["db_path"], JOIN_SQL, row["question"]) is None
+    steps = play_episode(SQLEnv(), row, make_policy("retry")).episode.steps
+    assert [step.tool for step in steps] == ["describe", "describe", "query", "answer"]
+
+
 def test_random_policy_is_rarely_right() -> None:
     """One random policy (its generator runs on from episode to episode) over 40 different questions."""
     rows = to_grpo_rows(load_split(BUILTIN_DATA_DIR, "dev", progress=False).usable()[:40],
@@ -60,7 +86,7 @@ def test_random_policy_is_rarely_right() -> None:
 
 
 def test_unknown_policy_lists_the_choices() -> None:
-    with pytest.raises(ValueError, match="oracle, wrapped, never_stop, random"):
+    with pytest.raises(ValueError, match="oracle, wrapped, never_stop, retry, random"):
         make_policy("greedy")
 
 
@@ -85,3 +111,17 @@ def test_oracle_is_correct_on_every_usable_real_spider_question(spider_path: Pat
             wrong.append((row["db_id"], row["gold_sql"], episode.answer[:200] if episode.answer else None))
     print(f"oracle: {len(rows) - len(wrong)}/{len(rows)} correct")
     assert not wrong, wrong[:5]
+
+
+@pytest.mark.spider
+def test_the_retry_policy_fails_first_and_then_answers_right_on_real_spider(spider_path: Path) -> None:
+    rows = to_grpo_rows(load_split(spider_path, "train", progress=False).usable()[::20],
+                        system_prompt(DEFAULT_STEP_BUDGET))
+    env, policy = SQLEnv(), make_policy("retry")
+    episodes = [play_episode(env, row, policy).episode for row in rows]
+    assert all(episode.is_correct for episode in episodes)
+    retried = [episode for episode in episodes if episode.tool_errors]
+    assert all([step.tool for step in episode.steps].count("query") == 2 and episode.tool_errors == 1
+               for episode in retried)
+    print(f"retry policy on {len(rows)} Spider train questions: {len(retried)} ran a wrong-column query first")
+    assert len(retried) >= 0.75 * len(rows)

@@ -61,6 +61,8 @@ def test_oracle_episodes_end_after_the_answer_unless_the_habit_is_asked_for(rows
     habit = sft.oracle_conversations(rows, step_budget=10, never_stop_share=1.0)
     assert all(calls_after_answer(c) > 0 for c in habit)
     assert all(c[-1] == {"role": "assistant", "content": CLOSING_MESSAGE} for c in habit)
+    with pytest.raises(ValueError, match="add up to at most 1"):
+        sft.oracle_conversations(rows, step_budget=10, never_stop_share=0.5, retry_share=0.6)
 
 
 def test_learning_rate_warms_up_then_decays() -> None:
