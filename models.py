@@ -59,6 +59,7 @@ from importlib.metadata import version
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import library_noise
 
@@ -793,11 +794,15 @@ def fast_gguf_reading(threads: int | None = None):
             gguf.GGUFReader, gguf.dequantize = open_reader, dequantize
 
 
-def convert_gguf(model: PretrainedModel, gguf_dir: Path, out_dir: Path) -> list[str]:
+def convert_gguf(model: PretrainedModel, gguf_dir: Path, out_dir: Path, *, progress: bool = True) -> list[str]:
     """Dequantize with transformers' GGUF support, apply the model's fixes, save a Hugging Face folder (bf16)."""
     from transformers import AutoTokenizer, GgufConfig
+    from transformers import modeling_gguf_pytorch_utils as gguf_loading
+    from transformers.utils import logging as transformers_logging
 
-    with fast_gguf_reading():
+    if not progress:  # the tensor loop's bar is plain tqdm, which transformers' own switch does not reach
+        transformers_logging.disable_progress_bar()
+    with fast_gguf_reading(), mock.patch.object(gguf_loading, "tqdm", functools.partial(tqdm, disable=not progress)):
         tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=GGUF_NAME)
         # Without the GgufConfig the model loads but save_pretrained refuses: "quantized with GGUF, not serializable".
         network = AutoModelForCausalLM.from_pretrained(
@@ -838,11 +843,7 @@ def fetch_model(name: str, out_dir: Path | None = None, *, gguf: Path | None = N
         else:
             check_gguf_checksum(model, file_sha256(Path(gguf), progress=progress), Path(gguf))
             (gguf_dir / GGUF_NAME).symlink_to(Path(gguf).resolve())
-        if not progress:
-            from transformers.utils import logging as transformers_logging
-
-            transformers_logging.disable_progress_bar()
-        fixes = convert_gguf(model, gguf_dir, staging)
+        fixes = convert_gguf(model, gguf_dir, staging, progress=progress)
         record = {
             "name": model.name,
             "title": model.title,
