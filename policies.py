@@ -177,17 +177,17 @@ def query_with_a_wrong_column(db_path: str, gold_sql: str, seed: str) -> str | N
     with ReadOnlyDatabase(db_path) as database:
         columns = {table.lower(): [name for name, _ in database.columns(table)] for table in database.table_names()}
         gold_columns = {name.lower() for table in gold_tables for name in columns.get(table, [])}
-        used = [name for name in sorted(gold_columns) if re.search(rf"\b{re.escape(name)}\b", gold_sql, re.IGNORECASE)]
+        # A column written as a word of the SQL, with no quote right beside it (a literal such as "name" is left alone).
+        patterns = {name: re.compile(rf"(?<![\w'\"]){re.escape(name)}(?![\w'\"])", re.IGNORECASE)
+                    for name in sorted(gold_columns)}
+        used = [name for name, pattern in patterns.items() if pattern.search(gold_sql)]
         others = sorted({name for table, names in columns.items() if table not in gold_tables for name in names
                          if name.lower() not in gold_columns and re.fullmatch(r"\w+", name)})
         chooser = random.Random(seed)
         chooser.shuffle(used)
         for column in used:
-            pattern = re.compile(rf"(?<![\w'\"]){re.escape(column)}(?![\w'\"])", re.IGNORECASE)
             for other in chooser.sample(others, min(3, len(others))):
-                broken, count = pattern.subn(other, gold_sql, count=1)
-                if not count:
-                    break
+                broken = patterns[column].sub(other, gold_sql, count=1)
                 try:
                     database.run_select(broken, max_rows=1)
                 except DatabaseError as error:
