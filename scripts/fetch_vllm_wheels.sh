@@ -18,7 +18,7 @@ for tag in manylinux_2_39 manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   "${platforms[@]}" --platform linux_x86_64 --platform any -d .vllm/wheels -r .vllm/requirements.txt
 # Wheels are zip files already: a plain tar, cut into the pieces a warm device call copies in about 3.5 s.
-tar cf - -C .vllm wheels requirements.txt | split -b "${PIECE_SIZE:-58M}" -d - .vllm/part.
+tar cf - -C .vllm wheels requirements.txt | bash scripts/carry_pieces.sh - .vllm
 (cd .vllm && sha256sum part.* > parts.sha256)
 rm -rf .vllm/wheels
 echo "$(wc -l < .vllm/requirements.txt) wheels in $(ls .vllm/part.* | wc -l) pieces of .vllm/ ($(du -sh .vllm | cut -f1))"

