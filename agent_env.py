@@ -296,6 +296,14 @@ class SQLEnv:
             raise ValueError(NO_EPISODE_MESSAGE)
         return self._database
 
+    def _error_of_an_identical_query(self, sql: str) -> str | None:
+        """The error that the same query (same words, any spacing) earned earlier in this episode, if it did."""
+        words = sql.split()
+        for step in self.episode.steps[:-1]:  # the last step is this call
+            if step.tool == "query" and step.error is not None and str(step.arguments.get("sql", "")).split() == words:
+                return step.error
+        return None
+
     def _note_inspected(self, table: str) -> None:
         assert self._gold is not None
         if table.lower() in self._gold.tables:
@@ -358,6 +366,10 @@ class SQLEnv:
         database = self._require_database()
         if not isinstance(sql, str):
             raise ValueError("sql must be a string holding one SELECT statement")
+        earlier_error = self._error_of_an_identical_query(sql)
+        if earlier_error is not None:  # a small model, refused, tends to send the same query until its turns run out
+            raise ValueError(f"this exact query was refused before ({earlier_error}); sending it again changes "
+                             "nothing: change it first (describe(table) lists a table's columns)")
         result = database.run_select(sql, max_rows=self.max_result_rows)
         self.episode.executed_queries += 1
         assert self._gold is not None

@@ -47,7 +47,7 @@ from chat_format import masked_chat_template, tool_token_ids
 from fewshot import FewShotPrompt, training_questions
 from models import save_tool_token_rows
 from output_folders import ADAPTER_DIRNAME, phase_dir
-from policies import NeverStopPolicy, OraclePolicy, Policy, RetryPolicy, play_episode
+from policies import UNTRAINED_TURN, NeverStopPolicy, OraclePolicy, Policy, RetryPolicy, play_episode
 from prompt import CLOSING_MESSAGE
 from spider_data import SpiderExample, to_grpo_rows
 from training_logs import write_run_config
@@ -123,7 +123,8 @@ def encode_conversation(
 
     The template's generation markers give each assistant turn; of a turn, only what generation
     produces is trained: not the part the generation prompt already holds (Qwen3's empty think
-    block with thinking off) nor what follows the end-of-turn token.
+    block with thinking off) nor what follows the end-of-turn token. A turn marked
+    ``policies.UNTRAINED_TURN`` (a deliberate mistake) is context only.
     """
     rendered = tokenizer.apply_chat_template(
         messages, tools=tool_methods(SQLEnv()), chat_template=chat_template, tokenize=True, return_dict=True,
@@ -133,8 +134,16 @@ def encode_conversation(
     mask = [bool(flag) for flag in rendered["assistant_masks"]]
     if not any(mask):
         raise ValueError("the chat template marks no assistant tokens: it needs {% generation %} markers")
+    turns = _runs(mask)
+    assistant_messages = [message for message in messages if message["role"] == "assistant"]
+    if len(turns) != len(assistant_messages):
+        raise ValueError(f"the chat template marks {len(turns)} assistant turns in a conversation of "
+                         f"{len(assistant_messages)}; each assistant message needs its own generation block")
+    for (start, end), message in zip(turns, assistant_messages, strict=True):
+        if message.get(UNTRAINED_TURN):
+            mask[start:end] = [False] * (end - start)
     prompted = generation_prompt_ids(tokenizer, chat_template)
-    for start, end in _runs(mask):
+    for start, end in turns:
         for position in range(start, start + _prompted_length(input_ids, start, prompted)):
             mask[position] = False
         turn_end = next((p for p in range(start, end) if input_ids[p] == tokenizer.eos_token_id), end - 1)
@@ -319,9 +328,9 @@ class WarmupConfig:
     )
     sft_retry_share: float = field(
         default=0.0,
-        metadata={"help": "--phase sft: share of episodes whose first query names a column the gold tables lack, "
-                          "then, after SQLite's error, runs the gold query (the learning proof's arm sft-4x-retry; "
-                          "not yet measured on a GPU)."},
+        metadata={"help": "--phase sft: share of episodes whose first query names a column the gold tables lack "
+                          "(shown, not trained), then, after SQLite's error, runs the gold query (the learning "
+                          "proof's arm sft-4x-recover; not yet measured on a GPU)."},
     )
 
     def __post_init__(self) -> None:
@@ -454,8 +463,8 @@ def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -
     if agent.sft_retry_share:
         retried = sum(any(message["role"] == "tool" and "no such column" in str(message["content"])
                           for message in messages) for messages in conversations)
-        print(f"[sft] {retried} of the episodes run a query with a wrong column first, then the gold query "
-              f"(--sft_retry_share {agent.sft_retry_share:g})", flush=True)
+        print(f"[sft] {retried} of the episodes run a query with a wrong column first (shown, not trained), then "
+              f"the gold query (--sft_retry_share {agent.sft_retry_share:g})", flush=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_run_config(out_dir, agent, grpo, phase=None, sft=asdict(settings))
     metrics_path = out_dir / "metrics.jsonl"

@@ -22,9 +22,10 @@ Every arm is the project's own commands, run in this process (``train.py``, ``py
 - the warm-up's size: ``sft-4x`` (four times the scale's oracle episodes), ``easy-sft4x``, ``mixed-sft4x``
   and ``mixed-informative-sft4x`` from it, each compared with the scale's own line of the same seed (the
   warm-ups differ by design, so these pair by seed and scale, not by warm-up digest);
-- recovery from a failed query: ``sft-4x-retry`` (a quarter of its episodes run a query with a wrong column
-  first, then the gold query), ``easy-sft4x-retry`` and ``mixed-informative-sft4x-retry``, against the
-  four-times line of the same seed.
+- recovery from a failed query: ``sft-4x-recover`` (a quarter of its episodes run a query with a wrong column
+  first, shown but not trained, then the gold query), ``easy-sft4x-recover`` and
+  ``mixed-informative-sft4x-recover``, against the four-times line of the same seed (``sft-4x-retry``, which
+  trained the wrong query too, is retired: its runs were recorded at an earlier commit).
 After each arm, ``python -m eval`` runs on the held-out databases (all their questions) and on the
 training part's easy questions. Data: real Spider (``--data-dir``, default ../shared/spider) split by
 database: the databases in experiments/heldout_databases.txt are held out of every phase and warm-up.
@@ -482,6 +483,9 @@ def main(argv: list[str] | None = None) -> int:
                              "of benchmarks/eval_generation.py (bash scripts/gpu_session.sh eval-modes ADAPTER); "
                              "repeatable, then write the report")
     arguments = parser.parse_args(argv)
+    for name in {*arguments.arms, *arguments.train_only}:
+        if ARMS[name].retired:
+            parser.error(f"arm {name} is retired: {ARMS[name].retired}")
 
     if arguments.quick:
         # train first: it imports unsloth before transformers and trl (models imports transformers), as the

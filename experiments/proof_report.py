@@ -501,7 +501,8 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("sft", "mixed-informative"), ("easy", "mixed-oversample"), ("sft", "mixed-oversample"),
                ("sft-4x", "easy-sft4x"), ("easy-sft4x", "mixed-sft4x"), ("sft-4x", "mixed-sft4x"),
                ("easy-sft4x", "mixed-informative-sft4x"), ("sft-4x", "mixed-informative-sft4x"),
-               ("sft-4x-retry", "mixed-informative-sft4x-retry"))
+               ("sft-4x-recover", "easy-sft4x-recover"), ("easy-sft4x-recover", "mixed-informative-sft4x-recover"),
+               ("sft-4x-recover", "mixed-informative-sft4x-recover"))
 
 
 def paired_rows(results: dict[str, Any]) -> list[str]:

@@ -187,6 +187,19 @@ def test_bad_tool_input_raises_value_error_and_counts_as_a_step(
     assert hashlib.sha256(shop.read_bytes()).hexdigest() == before
 
 
+def test_a_refused_query_sent_again_unchanged_is_refused_with_what_to_change(env: SQLEnv) -> None:
+    with pytest.raises(ValueError, match="no such column") as first:
+        env.query("SELECT nickname FROM customer")
+    for resent in ["SELECT nickname FROM customer", "SELECT  nickname\nFROM customer"]:
+        with pytest.raises(ValueError, match="this exact query was refused before") as again:
+            env.query(resent)
+        assert str(first.value) in str(again.value) and "describe(table)" in str(again.value)
+    assert env.episode.tool_errors == 3 and env.episode.executed_queries == 0
+    env.query("SELECT name FROM customer")  # a changed query runs; so does an identical one that had succeeded
+    env.query("SELECT name FROM customer")
+    assert env.episode.executed_queries == 2 and env.episode.tool_errors == 3
+
+
 def test_wrong_argument_names_get_an_actionable_error(env: SQLEnv) -> None:
     with pytest.raises(ValueError, match="describe takes exactly these arguments: table"):
         env.describe(table_name="customer")  # type: ignore[call-arg]

@@ -330,6 +330,15 @@ def test_train_only_arms_run_without_evals_and_the_report_shows_them_not_run(
         learning_proof.main([*argv, "--train-only", "nonsense"])
 
 
+def test_a_retired_arm_is_refused_with_why_and_its_runs_stay_in_the_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        learning_proof.main(["--model", str(tmp_path), "--work", str(tmp_path), "--arms", "sft-4x-retry"])
+    assert "arm sft-4x-retry is retired: recorded at bdf1a7c" in capsys.readouterr().err
+    report = learning_proof.DEFAULT_REPORT.read_text(encoding="utf-8")
+    assert next(line for line in report.splitlines() if line.startswith("| sft-4x-retry@epoch |"))
+
+
 def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_calling(tmp_path: Path) -> None:
     warm_ups = {name: proof_arms.warm_up_of(arm) for name, arm in proof_arms.ARMS.items()}
     assert warm_ups == {"base": None, "sft": "sft", "easy": "sft", "mixed": "sft", "ng4": "sft", "no-penalty": "sft",
@@ -340,13 +349,14 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-temp0.7": "sft",
                         "sft-4x": "sft-4x", "easy-sft4x": "sft-4x", "mixed-sft4x": "sft-4x",
                         "mixed-informative-sft4x": "sft-4x", "sft-4x-retry": "sft-4x-retry",
-                        "easy-sft4x-retry": "sft-4x-retry", "mixed-informative-sft4x-retry": "sft-4x-retry",
+                        "sft-4x-recover": "sft-4x-recover", "easy-sft4x-recover": "sft-4x-recover",
+                        "mixed-informative-sft4x-recover": "sft-4x-recover",
                         "sft-habit": "sft-habit", "easy-habit": "sft-habit",
                         "no-penalty-habit": "sft-habit"}
     # The larger warm-up's line is compared with the scale's own warm-up's, arm by arm; the rest share their warm-up.
     assert [name for name, arm in proof_arms.ARMS.items() if proof_arms.trains_its_own_warm_up(arm)] == [
-        "no-sft", "sft-4x", "easy-sft4x", "mixed-sft4x", "mixed-informative-sft4x", "sft-4x-retry", "easy-sft4x-retry",
-        "mixed-informative-sft4x-retry"]
+        "no-sft", "sft-4x", "easy-sft4x", "mixed-sft4x", "mixed-informative-sft4x", "sft-4x-retry", "sft-4x-recover",
+        "easy-sft4x-recover", "mixed-informative-sft4x-recover"]
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(proof_arms.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
     agent, _, _ = train.parse_config(argv)
@@ -356,7 +366,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     larger = learning_proof.train_argv(proof_arms.ARMS["sft-4x"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
     assert (train.parse_config(plain)[0].max_questions, train.parse_config(larger)[0].max_questions) == (
         scale.sft_questions, 4 * scale.sft_questions)
-    retrying = train.parse_config(learning_proof.train_argv(proof_arms.ARMS["sft-4x-retry"], scale, tmp_path,
+    retrying = train.parse_config(learning_proof.train_argv(proof_arms.ARMS["sft-4x-recover"], scale, tmp_path,
                                                             BUILTIN_DATA_DIR, tmp_path, 8))[0]
     assert (retrying.max_questions, retrying.sft_retry_share, train.parse_config(larger)[0].sft_retry_share) == (
         4 * scale.sft_questions, proof_arms.RETRY_SHARE, 0.0)

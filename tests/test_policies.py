@@ -10,7 +10,8 @@ import pytest
 from tqdm import tqdm
 
 from agent_env import DEFAULT_STEP_BUDGET, POST_EPISODE_PENALTY, SQLEnv
-from policies import NEVER_STOP_EXTRA_CALLS, OraclePolicy, make_policy, play_episode, query_with_a_wrong_column
+from policies import (NEVER_STOP_EXTRA_CALLS, UNTRAINED_TURN, OraclePolicy, make_policy, play_episode,
+                      query_with_a_wrong_column)
 from prompt import system_prompt
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows
 from tests.helpers import make_shop_database, shop_row
@@ -63,6 +64,8 @@ def test_the_retry_policy_reads_sqlites_error_then_runs_the_gold_query(tmp_path:
     assert "no such column" in transcript.messages[-5]["content"] and episode.tool_errors == 1
     broken = transcript.messages[-6]["tool_calls"][0]["function"]["arguments"]["sql"]
     assert broken != JOIN_SQL and ("supplier_id" in broken or "region" in broken)
+    untrained = [message for message in transcript.messages if message.get(UNTRAINED_TURN)]
+    assert untrained == [transcript.messages[-6]]  # the mistake is shown, not imitated; the recovery is
     assert episode.is_correct and episode.post_episode_calls == 0
     assert query_with_a_wrong_column(str(database), JOIN_SQL, row["question"]) == broken  # the same on every run
     assert hashlib.sha256(database.read_bytes()).hexdigest() == digest

@@ -18,6 +18,7 @@ from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
 from models import build_qwen3_tokenizer, build_tiny_qwen3  # noqa: E402
 from chat_format import masked_chat_template, tool_token_ids  # noqa: E402
 from prompt import CLOSING_MESSAGE, system_prompt  # noqa: E402
+from policies import UNTRAINED_TURN  # noqa: E402
 
 
 
@@ -50,6 +51,31 @@ def test_only_what_the_model_generates_is_trained(rows: list[dict[str, Any]]) ->
         assert json.loads(run.removeprefix("<tool_call>\n").removesuffix("\n</tool_call><|im_end|>")) == call
     assert runs[-1] == CLOSING_MESSAGE + "<|im_end|>"
     assert "<think>" not in "".join(runs)  # the generation prompt holds the empty think block; it is not trained
+
+
+def test_a_deliberate_mistake_is_context_and_its_recovery_is_trained(rows: list[dict[str, Any]]) -> None:
+    tokenizer = build_qwen3_tokenizer()
+    template = masked_chat_template(tokenizer)
+    conversation = next(c for c in sft.oracle_conversations(rows, step_budget=10, retry_share=1.0)
+                        if any(message.get(UNTRAINED_TURN) for message in c))
+    queries = [message["tool_calls"][0]["function"]["arguments"]["sql"] for message in conversation
+               if message.get("tool_calls") and message["tool_calls"][0]["function"]["name"] == "query"]
+    assert len(queries) == 2  # the wrong column first, then the gold query
+    trained = "".join(trained_text(tokenizer, sft.encode_conversation(tokenizer, conversation, template)))
+    assert json.dumps(queries[1]) in trained and json.dumps(queries[0]) not in trained
+    assert "no such column" in "".join(str(message["content"]) for message in conversation)
+    plain = [{key: value for key, value in message.items() if key != UNTRAINED_TURN} for message in conversation]
+    assert json.dumps(queries[0]) in "".join(trained_text(tokenizer, sft.encode_conversation(tokenizer, plain,
+                                                                                             template)))
+
+
+def test_a_template_that_merges_assistant_turns_is_refused(rows: list[dict[str, Any]]) -> None:
+    tokenizer = build_qwen3_tokenizer()
+    conversation = sft.oracle_conversations(rows[:1], step_budget=10)[0]
+    merged = ("{% for message in messages %}{% if message.role == 'assistant' %}{% generation %}"
+              "{{ message.content }}x{% endgeneration %}{% else %}{{ message.content }}{% endif %}{% endfor %}")
+    with pytest.raises(ValueError, match="assistant turns"):
+        sft.encode_conversation(tokenizer, conversation[:2] + conversation[2:3] + conversation[2:3], merged)
 
 
 def test_oracle_episodes_end_after_the_answer_unless_the_habit_is_asked_for(rows: list[dict[str, Any]]) -> None:
