@@ -22,6 +22,7 @@ Every arm is the project's own commands, run in this process (``train.py``, ``py
 - the warm-up's size: ``sft-4x`` (four times the scale's oracle episodes), ``easy-sft4x``, ``mixed-sft4x``
   and ``mixed-informative-sft4x`` from it, each compared with the scale's own line of the same seed (the
   warm-ups differ by design, so these pair by seed and scale, not by warm-up digest);
+  ``mixed-informative-sft4x-lr5e-5`` is that mixed phase at 5e-5, from the same easy adapter;
 - recovery from a failed query: ``sft-4x-recover`` (a quarter of its episodes run a query with a wrong column
   first, shown but not trained, then the gold query), ``easy-sft4x-recover`` and
   ``mixed-informative-sft4x-recover``, against the four-times line of the same seed (``sft-4x-retry``, which

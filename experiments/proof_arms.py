@@ -115,6 +115,11 @@ ARMS = {
     # on the larger warm-up: whether the two add up towards the 48% target.
     "mixed-informative-sft4x": Arm("mixed-informative-sft4x", "mixed", "easy-sft4x", "mixed_steps",
                                    ("--sampling", "informative"), ablates="mixed-informative"),
+    # The recipe's mixed phase at 5e-5: from the 600 warm-up, plain mixed at 5e-5 read +2.0 over 2e-5 from one easy
+    # adapter (seed 27); from the four-times warm-up GRPO added +3.4 at 2e-5 (seed 28), short of the +5 asked.
+    "mixed-informative-sft4x-lr5e-5": Arm("mixed-informative-sft4x-lr5e-5", "mixed", "easy-sft4x", "mixed_steps",
+                                          ("--sampling", "informative", "--learning_rate", "5e-5"),
+                                          ablates="mixed-informative-sft4x"),
     # Recovery from a failed query: of the 50.2% adapter's wrong held-out answers (seed 28), 26% followed a query
     # SQLite refused ("no such column") with an answer, never a second query; the warm-up showed no failed query.
     # A quarter of this warm-up's episodes run a query with a wrong column first, read the error, then the gold query.

@@ -348,7 +348,8 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-lr5e-5": "sft", "mixed-all": "sft", "mixed-dr-grpo": "sft", "mixed-temp1.2": "sft",
                         "mixed-temp0.7": "sft",
                         "sft-4x": "sft-4x", "easy-sft4x": "sft-4x", "mixed-sft4x": "sft-4x",
-                        "mixed-informative-sft4x": "sft-4x", "sft-4x-retry": "sft-4x-retry",
+                        "mixed-informative-sft4x": "sft-4x", "mixed-informative-sft4x-lr5e-5": "sft-4x",
+                        "sft-4x-retry": "sft-4x-retry",
                         "sft-4x-recover": "sft-4x-recover", "easy-sft4x-recover": "sft-4x-recover",
                         "mixed-informative-sft4x-recover": "sft-4x-recover",
                         "sft-habit": "sft-habit", "easy-habit": "sft-habit",
@@ -356,7 +357,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     # The larger warm-up's line is compared with the scale's own warm-up's, arm by arm; the rest share their warm-up.
     assert [name for name, arm in proof_arms.ARMS.items() if proof_arms.trains_its_own_warm_up(arm)] == [
         "no-sft", "sft-4x", "easy-sft4x", "mixed-sft4x", "mixed-informative-sft4x", "sft-4x-retry", "sft-4x-recover",
-        "easy-sft4x-recover", "mixed-informative-sft4x-recover"]
+        "easy-sft4x-recover", "mixed-informative-sft4x-recover"]  # the lr arm shares its full setting's warm-up
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(proof_arms.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
     agent, _, _ = train.parse_config(argv)
@@ -388,6 +389,11 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     assert (agent.sampling, train.parse_config([])[0].sampling) == ("plain", "informative")
     assert train.parse_config(learning_proof.train_argv(proof_arms.ARMS["mixed-informative"], scale, tmp_path,
                                                         BUILTIN_DATA_DIR, tmp_path, 8))[0].sampling == "informative"
+    (tmp_path / "easy-sft4x-seed8" / "easy" / "adapter").mkdir(parents=True)
+    (tmp_path / "easy-sft4x-seed8" / "easy" / "adapter" / "adapter_model.safetensors").write_bytes(b"")
+    agent, grpo, _ = train.parse_config(learning_proof.train_argv(proof_arms.ARMS["mixed-informative-sft4x-lr5e-5"],
+                                                                  scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8))
+    assert (agent.sampling, grpo.learning_rate) == ("informative", 5e-5)
     for arm, setting in (("mixed-dr-grpo", ("loss_type", "dr_grpo")), ("mixed-temp1.2", ("temperature", 1.2)),
                          ("mixed-temp0.7", ("temperature", 0.7))):
         grpo = train.parse_config(learning_proof.train_argv(proof_arms.ARMS[arm], scale, tmp_path, BUILTIN_DATA_DIR,
