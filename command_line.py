@@ -30,7 +30,7 @@ HELP_DESCRIPTION = ("Trains one curriculum phase (--phase) with GRPO, or the sup
 # Switches the experiments and benchmarks turn (ablations, speed comparisons); a training run leaves them as they are.
 EXPERIMENT_SWITCHES = ("stop_at_tool_call", "cap_turns_at_budget", "decode_graphs", "grouped_decode_attention",
                        "generation_mode_per_rollout", "sft_never_stop_share",
-                       "sft_retry_share")
+                       "sft_retry_share", "skip_warmup_questions")
 
 
 def build_parser(agent_settings: type, grpo_settings: type, grpo_defaults: dict[str, Any]) -> TrlParser:

@@ -26,7 +26,7 @@ from agent_env import SQLEnv
 from chat_format import tool_call_text
 from policies import OraclePolicy, Transcript, play_episode
 from prompt import fewshot_text, system_prompt
-from spider_data import AnswerType, SpiderExample, load_split, spread_sample, to_grpo_rows
+from spider_data import AnswerType, SpiderExample, load_split, question_key, spread_sample, to_grpo_rows
 from sql_structure import Hardness, tables_used
 
 MAX_TOOL_OUTPUT_LINES = 8
@@ -130,14 +130,15 @@ def build_fewshot_prompt(train_examples: list[SpiderExample], count: int = 2, *,
 
 
 def training_questions(agent: Any, hardness: Sequence[str], fewshot_examples: int, *, hold_out_examples: bool,
-                       ) -> tuple[list[SpiderExample], FewShotPrompt, str]:
+                       seen: frozenset[str] = frozenset()) -> tuple[list[SpiderExample], FewShotPrompt, str]:
     """The questions a run trains on, its few-shot prompt and the split's summary, from one read of the train split
     (train.py's settings ``agent``: data_dir, max_gold_rows, max_questions, step_budget).
 
     The questions are the usable ones of ``hardness`` whose gold result has at most --max_gold_rows rows, evenly
     spaced down to --max_questions; the examples are chosen from every usable question. ``hold_out_examples``
     leaves the examples' own questions out (GRPO: the prompt shows how they are answered; the warm-up imitates
-    them as well). ValueError when no question is left.
+    them as well). Questions whose key (spider_data.question_key) is in ``seen`` come last: only where the others
+    number fewer than --max_questions do they fill the rest, evenly spaced too. ValueError when no question is left.
     """
     split = load_split(agent.data_dir, "train", hardness=hardness)
     usable = split.usable()
@@ -145,7 +146,13 @@ def training_questions(agent: Any, hardness: Sequence[str], fewshot_examples: in
     held_out = fewshot.example_questions if hold_out_examples else frozenset()
     questions = [example for example in usable
                  if example.gold_row_count <= agent.max_gold_rows and example.question not in held_out]
-    questions = spread_sample(questions, agent.max_questions)
+    unseen = [example for example in questions if question_key(example.db_id, example.question) not in seen]
+    if seen and len(unseen) < len(questions):
+        wanted = len(questions) if agent.max_questions is None else min(agent.max_questions, len(questions))
+        fill = [example for example in questions if question_key(example.db_id, example.question) in seen]
+        questions = spread_sample(unseen, wanted) + spread_sample(fill, max(0, wanted - len(unseen)))
+    else:
+        questions = spread_sample(questions, agent.max_questions)
     if not questions:
         raise ValueError(f"no usable {'+'.join(hardness)} training questions in {agent.data_dir}:\n{split.summary()}")
     return questions, fewshot, split.summary()

@@ -12,7 +12,9 @@ evaluated or started from like the adapter: ``python -m eval --checkpoint output
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,9 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 import models
 
 ADAPTER_DIRNAME = "adapter"  # one name for every phase's LoRA folder, the warm-up's included
+# The questions the warm-up trained on (spider_data.question_key), kept beside its LoRA and carried by every phase after
+# it, so that a GRPO phase can train on others (--skip_warmup_questions).
+WARMUP_QUESTIONS_FILENAME = "warmup_questions.json"
 
 
 def phase_dir(grpo: Any, phase_name: str) -> Path:
@@ -96,27 +101,44 @@ def move_earlier_run_aside(directory: Path) -> Path | None:
     return target
 
 
-def save_companions(folder: Path, tool_token_rows: dict[str, Any], sampler: Any) -> None:
+def save_warmup_questions(folder: Path, question_keys: Collection[str]) -> None:
+    """The warm-up's questions beside a LoRA (nothing when there are none to carry)."""
+    if question_keys:
+        (Path(folder) / WARMUP_QUESTIONS_FILENAME).write_text(json.dumps(sorted(question_keys)), encoding="utf-8")
+
+
+def warmup_questions(folder: Path) -> frozenset[str]:
+    """The questions the warm-up behind an adapter folder trained on; empty where it recorded none (warm-ups saved
+    before the file existed, or a folder not grown from a warm-up)."""
+    path = Path(folder) / WARMUP_QUESTIONS_FILENAME
+    return frozenset(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else frozenset()
+
+
+def save_companions(folder: Path, tool_token_rows: dict[str, Any], sampler: Any,
+                    warmup_question_keys: Collection[str] = ()) -> None:
     """The files a phase keeps beside a LoRA it saves (its adapter folder, each checkpoint): the tool-tag rows its
     start adapter carried into the base weights (without them the folder's tool calls would be decoded by the base
-    model's untrained tag rows) and the question history of ``sampler`` (sampling.InformativeSampler, or None),
-    which the next phase's sampler, or a resumed run's, reads."""
+    model's untrained tag rows), the question history of ``sampler`` (sampling.InformativeSampler, or None),
+    which the next phase's sampler, or a resumed run's, reads, and the warm-up's questions it carries."""
     models.save_tool_token_rows(folder, tool_token_rows)
     if sampler is not None:
         sampler.save(folder)
+    save_warmup_questions(folder, warmup_question_keys)
 
 
 class CheckpointCompanions(TrainerCallback):
     """Gives every ``checkpoint-N`` the companions its phase's adapter folder gets (``save_companions``), as of that
     step, so that a checkpoint loads like the adapter."""
 
-    def __init__(self, tool_token_rows: dict[str, Any], sampler: Any) -> None:
+    def __init__(self, tool_token_rows: dict[str, Any], sampler: Any,
+                 warmup_question_keys: Collection[str] = ()) -> None:
         self.tool_token_rows = tool_token_rows
         self.sampler = sampler
+        self.warmup_question_keys = warmup_question_keys
 
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                 **kwargs: Any) -> TrainerControl:
         folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         if state.is_world_process_zero and folder.is_dir():
-            save_companions(folder, self.tool_token_rows, self.sampler)
+            save_companions(folder, self.tool_token_rows, self.sampler, self.warmup_question_keys)
         return control

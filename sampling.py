@@ -28,6 +28,8 @@ from typing import Any
 import torch
 from torch.utils.data import Sampler
 
+from spider_data import question_key
+
 HISTORY_FILENAME = "question_history.json"
 SPREAD_EPSILON = 1e-9  # rewards closer than this count as equal (no advantage)
 
@@ -133,11 +135,6 @@ class InformativeSampler(Sampler[int]):
         for key, visits in json.loads(path.read_text(encoding="utf-8")).items():
             self.records.setdefault(key, QuestionRecord()).visits.extend(Visit(*visit) for visit in visits)
         return len(self.records)
-
-
-def question_key(db_id: str, question: str) -> str:
-    """A question's identity across phases and datasets: its database and its text."""
-    return f"{db_id}\t{question}"
 
 
 def dataset_question_keys(dataset: Any) -> list[str]:

@@ -46,10 +46,10 @@ from agent_env import SQLEnv, tool_methods
 from chat_format import masked_chat_template, tool_token_ids
 from fewshot import FewShotPrompt, training_questions
 from models import save_tool_token_rows
-from output_folders import ADAPTER_DIRNAME, phase_dir
+from output_folders import ADAPTER_DIRNAME, phase_dir, save_warmup_questions
 from policies import UNTRAINED_TURN, NeverStopPolicy, OraclePolicy, Policy, RetryPolicy, play_episode
 from prompt import CLOSING_MESSAGE
-from spider_data import SpiderExample, to_grpo_rows
+from spider_data import SpiderExample, question_key, to_grpo_rows
 from training_logs import write_run_config
 
 PHASE_NAME = "sft"
@@ -428,13 +428,20 @@ def with_warmup_defaults(agent: Any, explicit: set[str]) -> Any:
     return replace(agent, max_questions=SFT_MAX_QUESTIONS)
 
 
-def warmup_conversations(agent: Any, *, seed: int) -> list[list[dict[str, Any]]]:
-    """The oracle's episodes the warm-up trains on, from train.py's settings (``agent``): the training questions
-    of ``--sft_hardness`` as GRPO's phases pick theirs (fewshot.training_questions; the examples' own questions
-    included), their prompts and episodes under ``--step_budget``, as GRPO's will be."""
+def warmup_rows(agent: Any) -> list[dict[str, Any]]:
+    """The rows the warm-up plays, from train.py's settings (``agent``): the training questions of
+    ``--sft_hardness`` as GRPO's phases pick theirs (fewshot.training_questions; the examples' own questions
+    included), with their prompts."""
     questions, fewshot, _ = training_questions(agent, agent.sft_hardness, agent.fewshot_examples,
                                                hold_out_examples=False)
-    return oracle_conversations(rows_with_both_prompts(questions, fewshot), step_budget=agent.step_budget,
+    return rows_with_both_prompts(questions, fewshot)
+
+
+def warmup_conversations(agent: Any, *, seed: int, rows: Sequence[dict[str, Any]] | None = None,
+                         ) -> list[list[dict[str, Any]]]:
+    """The oracle's episodes the warm-up trains on (of ``rows``, default ``warmup_rows(agent)``), under
+    ``--step_budget``, as GRPO's will be."""
+    return oracle_conversations(warmup_rows(agent) if rows is None else rows, step_budget=agent.step_budget,
                                 never_stop_share=agent.sft_never_stop_share, retry_share=agent.sft_retry_share,
                                 seed=seed)
 
@@ -444,7 +451,8 @@ def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -
     adapter (or, with --sft_full_finetune, the model) and returns its folder."""
     out_dir = phase_dir(grpo, PHASE_NAME)
     saved_dir = out_dir / (MODEL_DIRNAME if agent.sft_full_finetune else ADAPTER_DIRNAME)
-    conversations = warmup_conversations(agent, seed=grpo.seed)
+    rows = warmup_rows(agent)
+    conversations = warmup_conversations(agent, seed=grpo.seed, rows=rows)
     template = masked_chat_template(tokenizer)
     data = [encode_conversation(tokenizer, messages, template) for messages in conversations]
     settings = SFTSettings(
@@ -488,6 +496,7 @@ def run(agent: Any, grpo: Any, model: Any, tokenizer: Any, explicit: set[str]) -
     tokenizer.save_pretrained(saved_dir)
     if tag_rows is not None:
         save_tool_token_rows(saved_dir, tag_rows.saved_rows())
+    save_warmup_questions(saved_dir, {question_key(row["db_id"], row["question"]) for row in rows})
     tag_losses = [entry["tool_tag_loss"] for entry in history if "tool_tag_loss" in entry]
     if tag_losses:  # the probability of writing the tag where the oracle does, at the start and the end
         print(f"[sft] tool-call tags: loss {tag_losses[0]:.3f} -> {tag_losses[-1]:.3f} (geometric-mean probability "

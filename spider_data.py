@@ -285,6 +285,11 @@ def load_split(
 # --- trainer rows ----------------------------------------------------------------------------
 
 
+def question_key(db_id: str, question: str) -> str:
+    """A question's identity across phases and datasets: its database and its text."""
+    return f"{db_id}\t{question}"
+
+
 def spread_sample(examples: Sequence[T], count: int | None) -> list[T]:
     """At most ``count`` of ``examples``, evenly spaced through them (all of them for None). Spider's files group
     questions by database, so the first ``count`` would come from a handful of databases; evenly spaced picks keep

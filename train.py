@@ -75,15 +75,17 @@ from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions 
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
 from output_folders import (  # noqa: E402
     ADAPTER_DIRNAME,
+    WARMUP_QUESTIONS_FILENAME,
     CheckpointCompanions,
     check_outputs,
     last_checkpoint,
     phase_dir,
     save_companions,
     start_afresh,
+    warmup_questions,
 )
 from sampling import question_sampler  # noqa: E402
-from spider_data import BUILTIN_DATA_DIR, check_data_dir, to_grpo_rows  # noqa: E402
+from spider_data import BUILTIN_DATA_DIR, check_data_dir, question_key, to_grpo_rows  # noqa: E402
 from start_adapter import load_adapter_weights, same_model, start_adapter_base  # noqa: E402
 from training_logs import (  # noqa: E402
     RolloutLogger,
@@ -213,6 +215,12 @@ class AgentConfig(sft.WarmupConfig):
         metadata={"help": "Which questions a step trains on: 'informative' (sampling.py: a question whose last group "
                           "scored alike, all right or all wrong, waits while others take its slot; the same number of "
                           "episodes; the learning proof's best mixed phase) or 'plain' (TRL's shuffled passes)."},
+    )
+    skip_warmup_questions: bool = field(
+        default=False,
+        metadata={"help": "A GRPO phase draws its --max_questions from questions its warm-up did not train on, and "
+                          "fills up from those only where too few are left. The warm-up records its questions beside "
+                          "its adapter and every phase carries them on. Not yet measured on a GPU."},
     )
     oversample_groups: int = field(
         default=0,
@@ -420,12 +428,31 @@ def phase_length(questions: int, grpo: AgentGRPOConfig) -> str:
             f"question{'s' * (groups != 1)} x {grpo.num_generations}): {steps * per_step} episodes")
 
 
-def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int) -> tuple[Dataset, FewShotPrompt, str]:
+def skipped_questions(agent: AgentConfig, start_adapter: Path | None) -> frozenset[str]:
+    """Under --skip_warmup_questions, the questions the start adapter's warm-up trained on (see
+    fewshot.training_questions); ValueError where it recorded none."""
+    if not agent.skip_warmup_questions:
+        return frozenset()
+    seen = warmup_questions(start_adapter) if start_adapter is not None else frozenset()
+    if not seen:
+        raise ValueError(f"--skip_warmup_questions needs a start adapter whose warm-up recorded its questions "
+                         f"({WARMUP_QUESTIONS_FILENAME}); {start_adapter or 'this phase has no start adapter'} has "
+                         "none (warm-ups trained before the file existed do not): train the warm-up again, or leave "
+                         "the flag out")
+    return seen
+
+
+def prepare_dataset(agent: AgentConfig, phase: Phase, fewshot_examples: int, seen: frozenset[str] = frozenset(),
+                    ) -> tuple[Dataset, FewShotPrompt, str]:
     """The phase's training rows, with the few-shot system prompt applied as rows are read. The examples' own
-    questions are kept out: the prompt shows how they are answered."""
-    training, fewshot, summary = training_questions(agent, phase.hardness, fewshot_examples, hold_out_examples=True)
+    questions are kept out: the prompt shows how they are answered. Questions in ``seen`` are drawn last."""
+    training, fewshot, summary = training_questions(agent, phase.hardness, fewshot_examples, hold_out_examples=True,
+                                                    seen=seen)
     summary += f"\n  training on {len(training)} questions (gold of at most {agent.max_gold_rows} rows"
     summary += f", {len(fewshot.example_questions)} kept out as few-shot examples)"
+    if seen:
+        repeated = sum(question_key(example.db_id, example.question) in seen for example in training)
+        summary += f"\n  {repeated} of them trained in the warm-up (--skip_warmup_questions)"
     dataset = Dataset.from_list(to_grpo_rows(training, fewshot.base_prompt))
     dataset.set_transform(fewshot.apply)
     return dataset, fewshot, summary
@@ -494,7 +521,7 @@ def use_vllm_rollouts(agent: AgentConfig, grpo: AgentGRPOConfig, stop_ids: list[
 def build_trainer(
     agent: AgentConfig, grpo: AgentGRPOConfig, model: Any, tokenizer: Any, dataset: Dataset,
     fewshot: FewShotPrompt, epochs_before_phase: float, rollout_logger: RolloutLogger,
-    tool_token_rows: dict[str, torch.Tensor],
+    tool_token_rows: dict[str, torch.Tensor], warmup_question_keys: frozenset[str] = frozenset(),
 ) -> GRPOTrainer:
     # With the stop rule a turn holds one call, so TRL's tool-loop iterations are tool calls: the same cap
     # as the eval suite's and the policies' (agent_env.max_tool_calls).
@@ -504,7 +531,7 @@ def build_trainer(
     callbacks: list[TrainerCallback] = [
         FewShotSchedulerCallback(fewshot, agent.fewshot_retire_after_epochs, epochs_before_phase),
         rollout_logger,
-        CheckpointCompanions(tool_token_rows, rollout_logger.sampler),
+        CheckpointCompanions(tool_token_rows, rollout_logger.sampler, warmup_question_keys),
     ]
     stop_ids = generation.prepare_model(model, tokenizer, agent)  # before the trainer: it reads the eos ids once
     if agent.fast_inference:
@@ -584,6 +611,12 @@ class PhasePlan:
         saves keeps them beside its LoRA."""
         return models.tool_token_rows(self.start_adapter) if self.start_adapter else {}
 
+    @functools.cached_property
+    def warmup_question_keys(self) -> frozenset[str]:
+        """The questions the warm-up behind the start adapter trained on; every folder this phase saves carries
+        them on."""
+        return warmup_questions(self.start_adapter) if self.start_adapter else frozenset()
+
 
 def read_settings(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str], list[Phase]]:
     """The settings, checked, and switched to embedded mode where the machine needs it (said in the log); and the
@@ -617,9 +650,9 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
         checkpoint = check_outputs(agent, grpo, phase)
         # A phase that starts after the examples retire trains without them; its rows never carry them.
         fewshot_count = agent.fewshot_examples if epochs_before_phase < agent.fewshot_retire_after_epochs else 0
-        dataset, fewshot, summary = prepare_dataset(agent, phase, fewshot_count)
         start_adapter = phase_dir(grpo, phase.start_from) / ADAPTER_DIRNAME if phase.start_from else None
         start_adapter = Path(agent.start_adapter) if agent.start_adapter else start_adapter
+        dataset, fewshot, summary = prepare_dataset(agent, phase, fewshot_count, skipped_questions(agent, start_adapter))
         if start_adapter is not None:  # the LoRA goes onto the weights it was trained on (the warm-up, embedded)
             base = start_adapter_base(start_adapter, agent.model, "model" in explicit)
             if not same_model(base, agent.model):  # said, since the lines above named the model picked before
@@ -655,7 +688,7 @@ def save_phase(trainer: GRPOTrainer, tokenizer: Any, agent: AgentConfig, plan: P
         trainer.model.save_pretrained(adapter_dir)
         write_model_card()
         tokenizer.save_pretrained(adapter_dir)
-        save_companions(adapter_dir, plan.start_tool_token_rows, rollout_logger.sampler)
+        save_companions(adapter_dir, plan.start_tool_token_rows, rollout_logger.sampler, plan.warmup_question_keys)
         curves = report_run(plan.out_dir, trainer.state.log_history, rollout_logger.totals)
         print(f"[train] saved adapter to {adapter_dir}; curves in {curves}", flush=True)
         if agent.hub_repo:
@@ -715,7 +748,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
 
     def make_trainer() -> GRPOTrainer:
         trainer = build_trainer(agent, grpo, model, tokenizer, plan.dataset, plan.fewshot, plan.epochs_before_phase,
-                                rollout_logger, plan.start_tool_token_rows)
+                                rollout_logger, plan.start_tool_token_rows, plan.warmup_question_keys)
         trainer.create_model_card = write_model_card  # TRL writes the card at every checkpoint
         if trainer.is_world_process_zero():
             write_run_config(plan.out_dir, agent, grpo, phase=dataclasses.asdict(plan.phase),

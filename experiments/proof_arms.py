@@ -120,6 +120,15 @@ ARMS = {
     "mixed-informative-sft4x-lr5e-5": Arm("mixed-informative-sft4x-lr5e-5", "mixed", "easy-sft4x", "mixed_steps",
                                           ("--sampling", "informative", "--learning_rate", "5e-5"),
                                           ablates="mixed-informative-sft4x"),
+    # GRPO on questions the warm-up did not train on: the four-times warm-up trains on 2,400 of the 3,681 usable
+    # easy+medium training questions, and 300 of the easy epoch's 434 and 302 of the mixed epoch's 466 are among them
+    # (seed-independent: the draws are evenly spaced). Unseen, there are 504 easy and 1,279 easy+medium: enough for
+    # both phases (train.py --skip_warmup_questions).
+    "easy-sft4x-fresh": Arm("easy-sft4x-fresh", "easy", "sft-4x", "easy_steps", ("--skip_warmup_questions",),
+                            ablates="easy-sft4x"),
+    "mixed-informative-sft4x-fresh": Arm("mixed-informative-sft4x-fresh", "mixed", "easy-sft4x-fresh", "mixed_steps",
+                                         ("--sampling", "informative", "--skip_warmup_questions"),
+                                         ablates="mixed-informative-sft4x"),
     # Recovery from a failed query: of the 50.2% adapter's wrong held-out answers (seed 28), 26% followed a query
     # SQLite refused ("no such column") with an answer, never a second query; the warm-up showed no failed query.
     # A quarter of this warm-up's episodes run a query with a wrong column first, read the error, then the gold query.

@@ -502,7 +502,8 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("sft-4x", "easy-sft4x"), ("easy-sft4x", "mixed-sft4x"), ("sft-4x", "mixed-sft4x"),
                ("easy-sft4x", "mixed-informative-sft4x"), ("sft-4x", "mixed-informative-sft4x"),
                ("sft-4x-recover", "easy-sft4x-recover"), ("easy-sft4x-recover", "mixed-informative-sft4x-recover"),
-               ("sft-4x-recover", "mixed-informative-sft4x-recover"))
+               ("sft-4x-recover", "mixed-informative-sft4x-recover"), ("sft-4x", "easy-sft4x-fresh"),
+               ("easy-sft4x-fresh", "mixed-informative-sft4x-fresh"), ("sft-4x", "mixed-informative-sft4x-fresh"))
 
 
 def paired_rows(results: dict[str, Any]) -> list[str]:

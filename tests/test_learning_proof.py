@@ -349,6 +349,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-temp0.7": "sft",
                         "sft-4x": "sft-4x", "easy-sft4x": "sft-4x", "mixed-sft4x": "sft-4x",
                         "mixed-informative-sft4x": "sft-4x", "mixed-informative-sft4x-lr5e-5": "sft-4x",
+                        "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",
                         "sft-4x-retry": "sft-4x-retry",
                         "sft-4x-recover": "sft-4x-recover", "easy-sft4x-recover": "sft-4x-recover",
                         "mixed-informative-sft4x-recover": "sft-4x-recover",
@@ -394,6 +395,12 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
     agent, grpo, _ = train.parse_config(learning_proof.train_argv(proof_arms.ARMS["mixed-informative-sft4x-lr5e-5"],
                                                                   scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8))
     assert (agent.sampling, grpo.learning_rate) == ("informative", 5e-5)
+    (tmp_path / "easy-sft4x-fresh-seed8" / "easy" / "adapter").mkdir(parents=True)
+    (tmp_path / "easy-sft4x-fresh-seed8" / "easy" / "adapter" / "adapter_model.safetensors").write_bytes(b"")
+    agent = train.parse_config(learning_proof.train_argv(proof_arms.ARMS["mixed-informative-sft4x-fresh"], scale,
+                                                         tmp_path, BUILTIN_DATA_DIR, tmp_path, 8))[0]
+    assert (agent.sampling, agent.skip_warmup_questions, train.parse_config(plain)[0].skip_warmup_questions) == (
+        "informative", True, False)
     for arm, setting in (("mixed-dr-grpo", ("loss_type", "dr_grpo")), ("mixed-temp1.2", ("temperature", 1.2)),
                          ("mixed-temp0.7", ("temperature", 0.7))):
         grpo = train.parse_config(learning_proof.train_argv(proof_arms.ARMS[arm], scale, tmp_path, BUILTIN_DATA_DIR,

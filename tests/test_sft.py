@@ -19,6 +19,9 @@ from models import build_qwen3_tokenizer, build_tiny_qwen3  # noqa: E402
 from chat_format import masked_chat_template, tool_token_ids  # noqa: E402
 from prompt import CLOSING_MESSAGE, system_prompt  # noqa: E402
 from policies import UNTRAINED_TURN  # noqa: E402
+from fewshot import training_questions  # noqa: E402
+from output_folders import save_warmup_questions, warmup_questions  # noqa: E402
+from spider_data import question_key  # noqa: E402
 
 
 
@@ -224,7 +227,10 @@ def test_a_grpo_phase_carries_the_warm_ups_token_rows_into_its_adapter_checkpoin
                        "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2",
                        "--max_completion_length", "8", "--save_steps", "1"])
     checkpoint = easy.parent / "checkpoint-1"  # evaluated or started from like the adapter (the same files beside)
+    warmed = warmup_questions(sft_adapter)
+    assert len(warmed) == 3 and all("\t" in key for key in warmed)  # --max_questions 3: database, then question
     for folder in (easy, checkpoint):
+        assert warmup_questions(folder) == warmed  # carried on, for --skip_warmup_questions of a later phase
         carried = models.tool_token_rows(folder)
         assert (folder / models.TOOL_TOKEN_ROWS_FILE).is_file(), folder
         assert carried["embed_tokens"].float().allclose(warm_rows["embed_tokens"].float())
@@ -243,6 +249,36 @@ def test_full_finetune_saves_a_model_that_later_phases_take_as_model(
     capsys.readouterr()
     train.main(["--phase", "easy", "--model", str(model_dir), "--output_dir", str(tmp_path / "next"), "--dry-run"])
     assert f"EMBEDDED MODE (no CUDA GPU): {model_dir}," in capsys.readouterr().out  # the embedded mode keeps it
+
+
+def test_a_phase_skips_the_warm_ups_questions_and_says_how_many_it_could_not(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agent = train.parse_config(["--max_questions", "4"])[0]
+    every = [question_key(e.db_id, e.question) for e in training_questions(agent, ["easy"], 0,
+                                                                           hold_out_examples=True)[0]]
+    agent = train.parse_config([])[0]
+    pool = [question_key(e.db_id, e.question) for e in training_questions(agent, ["easy"], 0,
+                                                                          hold_out_examples=True)[0]]
+    agent = train.parse_config(["--max_questions", "4"])[0]
+    drawn = [question_key(e.db_id, e.question) for e in training_questions(
+        agent, ["easy"], 0, hold_out_examples=True, seen=frozenset(every))[0]]
+    assert len(drawn) == 4 and not set(drawn) & set(every)  # four others were there to draw
+    most = frozenset(pool[:-2])
+    drawn = [question_key(e.db_id, e.question) for e in training_questions(
+        agent, ["easy"], 0, hold_out_examples=True, seen=most)[0]]
+    assert drawn[:2] == pool[-2:] and len(drawn) == 4 and set(drawn[2:]) <= most  # the unseen first, then a fill
+
+    adapter = tmp_path / "sft" / "adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": TINY_MODEL}))
+    (adapter / "adapter_model.safetensors").write_bytes(b"")  # --dry-run stops before any weight is read
+    with pytest.raises(train.SetupError, match="recorded its questions"):  # a warm-up from before the file
+        train.main(["--output_dir", str(tmp_path), "--model", TINY_MODEL, "--start_adapter", str(adapter),
+                    "--skip_warmup_questions", "--dry-run"])
+    save_warmup_questions(adapter, set(pool[:-2]))
+    train.main(["--output_dir", str(tmp_path), "--model", TINY_MODEL, "--start_adapter", str(adapter),
+                "--skip_warmup_questions", "--max_questions", "4", "--dry-run"])
+    assert "2 of them trained in the warm-up (--skip_warmup_questions)" in capsys.readouterr().out
 
 
 def test_a_missing_start_adapter_is_reported_before_loading_a_model(tmp_path: Path) -> None:
