@@ -146,10 +146,11 @@ def training_questions(agent: Any, hardness: Sequence[str], fewshot_examples: in
     held_out = fewshot.example_questions if hold_out_examples else frozenset()
     questions = [example for example in usable
                  if example.gold_row_count <= agent.max_gold_rows and example.question not in held_out]
-    unseen = [example for example in questions if question_key(example.db_id, example.question) not in seen]
-    if seen and len(unseen) < len(questions):
+    unseen, fill = [], []
+    for example in questions:
+        (fill if question_key(example.db_id, example.question) in seen else unseen).append(example)
+    if fill:
         wanted = len(questions) if agent.max_questions is None else min(agent.max_questions, len(questions))
-        fill = [example for example in questions if question_key(example.db_id, example.question) in seen]
         questions = spread_sample(unseen, wanted) + spread_sample(fill, max(0, wanted - len(unseen)))
     else:
         questions = spread_sample(questions, agent.max_questions)

@@ -66,6 +66,11 @@ IGNORE_INDEX = -100
 # --------------------------------------------------------------------------------------------- data
 
 
+def shares_fit(*shares: float) -> bool:
+    """Whether shares of the warm-up's episodes, each given a different policy, fit into one set of episodes."""
+    return all(0.0 <= share <= 1.0 for share in shares) and sum(shares) <= 1.0
+
+
 def oracle_conversations(
     rows: Sequence[dict[str, Any]], *, step_budget: int, never_stop_share: float = 0.0, retry_share: float = 0.0,
     seed: int = 0,
@@ -77,7 +82,7 @@ def oracle_conversations(
     ``retry_share`` of them first run a query with a wrong column, read SQLite's error and then run
     the gold query (policies.RetryPolicy; a question where no such query exists plays the plain oracle).
     """
-    if not (0.0 <= never_stop_share <= 1.0 and 0.0 <= retry_share <= 1.0 and never_stop_share + retry_share <= 1.0):
+    if not shares_fit(never_stop_share, retry_share):
         raise ValueError(f"never_stop_share and retry_share must be between 0 and 1 and add up to at most 1, got "
                          f"{never_stop_share} and {retry_share}")
     chooser = random.Random(seed)
@@ -334,9 +339,8 @@ class WarmupConfig:
     )
 
     def __post_init__(self) -> None:
-        shares = (self.sft_never_stop_share, self.sft_retry_share)
-        if self.sft_epochs <= 0 or self.sft_batch_size < 1 or not (all(0.0 <= share <= 1.0 for share in shares)
-                                                                  and sum(shares) <= 1.0):
+        if (self.sft_epochs <= 0 or self.sft_batch_size < 1
+                or not shares_fit(self.sft_never_stop_share, self.sft_retry_share)):
             raise ValueError("--sft_epochs must be above 0, --sft_batch_size at least 1, and --sft_never_stop_share "
                              "and --sft_retry_share between 0 and 1 with a sum of at most 1, got "
                              f"{self.sft_epochs}, {self.sft_batch_size}, {self.sft_never_stop_share} and "
