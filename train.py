@@ -19,7 +19,6 @@ rollouts.jsonl (what the model did), metrics.jsonl and a training-curve plot; wi
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 
@@ -68,6 +67,7 @@ from agent_env import (  # noqa: E402
     SQLEnv,
     max_tool_calls,
 )
+from batching import check_rounds_meet_steps, check_whole_groups, default_generation_steps, phase_length  # noqa: E402
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
 from dynamic_sampling import GroupOversampler
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
@@ -288,51 +288,6 @@ class AgentConfig(sft.WarmupConfig):
                                  f"{self.vllm_memory_share}")
 
 
-# Rows generated together grow the KV cache; a step of more prompt groups than this generates them in rounds
-# (TRL's steps_per_generation), unless --generation_batch_size or --steps_per_generation is given. The
-# 1.7B-shaped step (random weights, 1024-token completions) peaked at 8.2 GiB on the H200 generating 2 groups and
-# 12.3 GiB generating 4; the default step of 16 groups in four such rounds at 12.4 GiB reserved (docs/gpu.md,
-# 2026-12-03c and 2026-12-04), under an L4's 22.5. A GPU with room generates a whole step at once with
-# --steps_per_generation equal to --gradient_accumulation_steps.
-MAX_GENERATION_GROUPS = 4
-
-
-def nearest_valid_batches(per_device: int, accumulation: int, num_generations: int, processes: int = 1) -> list[str]:
-    """Settings near the given ones whose step holds whole prompt groups: the accumulations just below and above
-    at the same micro-batch, and micro-batches of one group for about the same step."""
-    unit = num_generations // math.gcd(per_device * processes, num_generations)  # valid accumulations: its multiples
-    below = accumulation // unit * unit
-    options = [f"--per_device_train_batch_size {per_device} --gradient_accumulation_steps {candidate}"
-               for candidate in (below, below + unit) if candidate >= 1]
-    groups = max(1, round(per_device * accumulation / num_generations))
-    options.append(f"--per_device_train_batch_size {num_generations} --gradient_accumulation_steps {groups}")
-    return options
-
-
-def generation_steps(per_device: int, accumulation: int, processes: int, num_generations: int,
-                     max_groups: int) -> int:
-    """TRL's steps_per_generation for an optimizer step generated in rounds of at most ``max_groups`` prompt groups:
-    the most micro-batches a round can hold that divide the step evenly (rollouts stay on-policy) and make whole
-    groups; the whole step in one round (TRL's default) when no smaller round does."""
-    rows_per_micro_batch = per_device * processes
-    for steps in range(accumulation, 0, -1):
-        rows = rows_per_micro_batch * steps
-        if accumulation % steps == 0 and rows % num_generations == 0 and rows <= max_groups * num_generations:
-            return steps
-    return accumulation
-
-
-def launched_processes() -> int:
-    """The processes the launcher started (its WORLD_SIZE; the devices are not set up when the settings are read)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def episodes_per_step(grpo: Any) -> int:
-    """Completions an optimizer step trains on, over every process: TRL and Unsloth count every process's, so
-    1 x 3 on 2 GPUs holds one whole group of 6."""
-    return grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps * launched_processes()
-
-
 class AgentGRPOConfig(GRPOConfig):
     """GRPOConfig with this project's defaults and a clearer batch-size check (no new fields)."""
 
@@ -341,22 +296,11 @@ class AgentGRPOConfig(GRPOConfig):
             raise ValueError(f"--num_generations must be at least 2 (GRPO compares completions of one prompt), "
                              f"got {self.num_generations}")
         self.check_sizes()
-        processes, batch = launched_processes(), episodes_per_step(self)
         if self.generation_batch_size is None and self.steps_per_generation is None:  # TRL's to derive: ours
-            if batch % self.num_generations:
-                options = "\n  ".join(nearest_valid_batches(self.per_device_train_batch_size,
-                                                            self.gradient_accumulation_steps, self.num_generations,
-                                                            processes))
-                across = f" x {processes} processes" if processes > 1 else ""
-                raise ValueError(
-                    f"per_device_train_batch_size x gradient_accumulation_steps{across} = {batch} completions per "
-                    f"step, which is not a multiple of --num_generations {self.num_generations}: GRPO needs whole "
-                    f"groups of {self.num_generations} completions per prompt. Nearest valid settings:\n  {options}"
-                )
-            self.steps_per_generation = generation_steps(self.per_device_train_batch_size,
-                                                         self.gradient_accumulation_steps, processes,
-                                                         self.num_generations, MAX_GENERATION_GROUPS)
+            check_whole_groups(self)
+            self.steps_per_generation = default_generation_steps(self)
         super().__post_init__()
+        check_rounds_meet_steps(self)
 
     def check_sizes(self) -> None:
         """Sizes no phase can train with, GRPO's or the warm-up's."""
@@ -413,19 +357,6 @@ def parse_config(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[str
 
 
 # ----------------------------------------------------------------------------------------------- data
-
-
-def phase_length(questions: int, grpo: AgentGRPOConfig) -> str:
-    """How long a GRPO phase runs, for the log: its optimizer steps and episodes, --max_steps where set, else about
-    its epochs' (TRL rounds each epoch's steps and drops a last generation batch short of whole groups)."""
-    per_step = episodes_per_step(grpo)
-    groups = per_step // grpo.num_generations
-    if grpo.max_steps > 0:
-        steps, source = grpo.max_steps, " (--max_steps)"
-    else:
-        steps, source = math.ceil(questions * grpo.num_generations * grpo.num_train_epochs / per_step), ""
-    return (f"{'' if source else 'about '}{steps} optimizer steps{source} of {per_step} episodes ({groups} "
-            f"question{'s' * (groups != 1)} x {grpo.num_generations}): {steps * per_step} episodes")
 
 
 def skipped_questions(agent: AgentConfig, start_adapter: Path | None) -> frozenset[str]:

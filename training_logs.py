@@ -33,6 +33,7 @@ from typing import Any
 from accelerate.utils import gather_object
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from batching import optimizer_steps_per_generation
 from episode_stats import EpisodeOutcome, episode_outcome, episode_stats
 from prompt import FEWSHOT_HEADER
 from sampling import InformativeSampler, question_key
@@ -96,7 +97,7 @@ class RunTotals:
 
 @dataclass
 class GenerationTimes:
-    """This process's generation calls since the last log line."""
+    """This process's generation calls, and the optimizer steps they fed, since their figures were last logged."""
 
     calls: int = 0
     seconds: float = 0.0
@@ -104,6 +105,8 @@ class GenerationTimes:
     row_steps: int = 0  # rows x decode steps of each call: a row that ended its turn still rides along
     longest_turn: int = 0
     episodes: int = 0
+    steps: int = 0
+    step_seconds: float | None = 0.0  # None once a step came without its time
 
     def add(self, seconds: float, turn_lengths: list[int]) -> None:
         self.calls += 1
@@ -112,10 +115,19 @@ class GenerationTimes:
         self.row_steps += len(turn_lengths) * max(turn_lengths, default=0)
         self.longest_turn = max(self.longest_turn, max(turn_lengths, default=0))
 
-    def per_step(self, steps: int, step_time: float | None) -> dict[str, float]:
-        """Averages per optimizer step (a log line may cover several), the share of the step generating, the
-        share of decode row-steps spent on rows that had already ended their turn, and episodes per second."""
+    def add_steps(self, steps: int, step_time: float | None) -> None:
+        """``steps`` optimizer steps of a log line, ``step_time`` seconds each on average (TRL's step_time)."""
+        self.steps += steps
+        self.step_seconds = self.step_seconds + steps * step_time if self.step_seconds is not None and step_time \
+            else None
+
+    def per_step(self) -> dict[str, float]:
+        """Averages per optimizer step (a log line may cover several, and a generation batch may train several),
+        the share of the steps' time spent generating, the share of decode row-steps spent on rows that had
+        already ended their turn, and episodes per second."""
         metrics: dict[str, float] = {}
+        steps = max(1, self.steps)
+        step_time = self.step_seconds / steps if self.step_seconds else None
         if self.calls:
             metrics = {"rollout/generation_calls": self.calls / steps, "rollout/generation_s": self.seconds / steps,
                        "rollout/generated_tokens": self.tokens / steps, "rollout/longest_turn_tokens": self.longest_turn,
@@ -241,10 +253,15 @@ class RolloutLogger(TrainerCallback):
     ) -> None:
         if logs and "loss" in logs:  # a training step's log line (not the final summary)
             steps = max(1, state.global_step - self._last_logged_step)
-            logs.update(self._generation.per_step(steps, logs.get("step_time")))
+            self._last_logged_step = state.global_step
+            self._generation.add_steps(steps, logs.get("step_time"))
+            # Where one generation batch trains several optimizer steps, its figures wait for the last of them:
+            # episodes/s over the steps it took, not the first step's alone.
+            if self._generation.steps >= optimizer_steps_per_generation(args):
+                logs.update(self._generation.per_step())
+                self._generation = GenerationTimes()
             if self.sampler is not None:
                 logs.update(self.sampler.take_counts())
-            self._generation, self._last_logged_step = GenerationTimes(), state.global_step
         if logs and state.is_world_process_zero:  # every rank gets on_log; one writes
             logs.update(gpu_memory_gib())
             self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -283,10 +300,11 @@ def gpu_memory_gib() -> dict[str, float]:
 def run_summary(log_history: list[dict[str, Any]], skip_first: int = 1) -> str:
     """One line for the end of a run: median step time and episodes per second after warm-up, reward, peak GPU
     memory."""
-    step_times = [entry["step_time"] for entry in log_history if "step_time" in entry][skip_first:]
+    all_step_times = [entry["step_time"] for entry in log_history if "step_time" in entry]
+    step_times = all_step_times[skip_first:]
     speeds = [entry["rollout/episodes_per_s"] for entry in log_history if "rollout/episodes_per_s" in entry]
     rewards = [entry["reward"] for entry in log_history if "reward" in entry]
-    parts = [f"{len(rewards)} steps"]
+    parts = [f"{len(all_step_times)} steps"]
     if step_times:
         parts.append(f"median step time {statistics.median(step_times):.2f} s (after {skip_first} warm-up)")
     if speeds[skip_first:]:

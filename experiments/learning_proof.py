@@ -43,7 +43,9 @@ seed's easy phase, ...), one GPU process at a time: on the H200, three warm-ups'
 (614 questions) played 0.9-1.4 questions a second each; one eval alone played 4.5 a second. Invocations
 that do run side by side (each with its own ``--results`` file, sharing ``--work``) are gathered with
 ``--merge results-*.json`` (an arm measured again replaces its entry; the earlier one moves to
-``superseded``). When a seed's warm-up (``sft`` or ``sft-habit``) made no tool call in any held-out episode,
+``superseded``); a merged run is credited to the commit here that holds the code it ran (each entry records
+the git tree of the files it ran from: the GPU machine's checkout sits on the last commit that landed, whatever
+its files). When a seed's warm-up (``sft`` or ``sft-habit``) made no tool call in any held-out episode,
 the arms grown from it are not run for that seed: GRPO from it would see only zero rewards.
 
 Each entry records a digest of its adapter's weights and of the warm-up it descends from; two arms of a seed
@@ -65,6 +67,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, replace
@@ -174,9 +177,12 @@ def split_by_database(spider_dir: Path, work: Path, held_out: list[str]) -> Path
 
 
 def steps_for(arm: Arm, scale: Scale) -> int:
+    """The arm's optimizer steps: its scale's, times the steps each generation batch trains (the same episodes)."""
     if arm.steps_of == "mixed_only_steps":
-        return scale.easy_steps + scale.mixed_steps  # the curriculum's two phases together: the same total
-    return getattr(scale, arm.steps_of)
+        steps = scale.easy_steps + scale.mixed_steps  # the curriculum's two phases together: the same total
+    else:
+        steps = getattr(scale, arm.steps_of)
+    return steps * arm.optimizer_steps_per_generation
 
 
 def adapter_of(work: Path, arm: str, seed: int) -> Path:
@@ -196,13 +202,20 @@ def adapter_digest(adapter: Path) -> str:
 
 
 def group_argv(arm: Arm, scale: Scale) -> list[str]:
-    """Batch flags that make each optimizer step hold the scale's prompt groups, whole (the accumulation is
-    the group size, one group per micro-batch row). Empty for train.py's own settings: 1 group of 6."""
+    """Batch flags that make each generation batch hold the scale's prompt groups, whole (the accumulation is
+    the group size, one group per micro-batch row), trained as one optimizer step or as the arm's several. Empty
+    for train.py's own settings: 1 group of 6."""
     generations = arm.flags[arm.flags.index("--num_generations") + 1] if "--num_generations" in arm.flags else None
-    if scale.grpo_prompts_per_step == 1 and generations is None:
+    if scale.grpo_prompts_per_step == 1 and generations is None and arm.optimizer_steps_per_generation == 1:
         return []  # on CPU, train.py's embedded run then picks its own smaller groups
-    return ["--per_device_train_batch_size", str(scale.grpo_prompts_per_step),
-            "--gradient_accumulation_steps", generations or "6"]
+    micro_batches = int(generations or "6")
+    split = arm.optimizer_steps_per_generation
+    if micro_batches % split:
+        raise ValueError(f"arm {arm.name}: {split} optimizer steps a generation batch do not divide its "
+                         f"{micro_batches} micro-batches")
+    argv = ["--per_device_train_batch_size", str(scale.grpo_prompts_per_step),
+            "--gradient_accumulation_steps", str(micro_batches // split)]
+    return argv + (["--steps_per_generation", str(micro_batches)] if split > 1 else [])
 
 
 def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int, *,
@@ -382,12 +395,52 @@ def models_besides(results: dict[str, Any], runs: list[dict[str, Any]]) -> list[
     return sorted(models) if len(models) > 1 else []
 
 
-def git_commit() -> str:
+def git(*args: str, env: dict[str, str] | None = None) -> str:
+    """A git command's output in this repository; "unknown" where git or the repository is missing."""
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=REPO_DIR, check=True).stdout.strip()
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO_DIR, check=True,
+                              env=env).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def git_commit() -> str:
+    return git("rev-parse", "--short", "HEAD")
+
+
+def source_tree() -> str:
+    """The git tree of the code as it is on disk (tracked files, and untracked ones git does not ignore), built in a
+    scratch index: it names the code that ran even where HEAD lags behind the files, as on the GPU machine, whose
+    copy of the working tree sits on the last commit that landed. ``commit_holding`` finds the commit here."""
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(folder) / "index")}
+        if git("add", "--all", env=env) == "unknown":
+            return "unknown"
+        return git("write-tree", env=env)
+
+
+def commit_holding(tree: str) -> str | None:
+    """The newest commit here whose files are exactly ``tree`` (None: none is, e.g. a run of uncommitted code)."""
+    for line in git("log", "--all", "--format=%h %T").splitlines():
+        commit, _, commit_tree = line.partition(" ")
+        if commit_tree == tree:
+            return commit
+    return None
+
+
+def attribute_to_commit(run: dict[str, Any]) -> str | None:
+    """Set a merged run's ``commit`` to the commit holding the code that ran, where its recorded one (the GPU
+    machine's HEAD) differs; returns what was done, for the log, or None where nothing needed doing."""
+    tree = run.get("source_tree")
+    if tree in (None, "unknown"):
+        return None
+    holder = commit_holding(tree)
+    if holder is None:
+        return f"its code (tree {tree[:12]}) is in no commit here; commit {run.get('commit')} kept"
+    if holder == run.get("commit"):
+        return None
+    recorded, run["commit"] = run.get("commit"), holder
+    return f"commit {recorded} -> {holder}, the commit holding the code that ran"
 
 
 def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int, *,
@@ -401,7 +454,8 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
 
     started = time.perf_counter()
     entry: dict[str, Any] = {"arm": arm.name, "seed": seed, "scale": scale.name, "model": str(model),
-                             "model_name": model_name(model), "commit": git_commit(), "commands": []}
+                             "model_name": model_name(model), "commit": git_commit(), "source_tree": source_tree(),
+                             "commands": []}
     checkpoint = model
     inside = (eval_at_step if evaluate and eval_at_step and arm.phase not in (None, "sft")
               and steps_for(arm, scale) > eval_at_step else None)
@@ -514,6 +568,8 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"--merge: {path} and {arguments.results} hold runs of {' and '.join(mixed)}; "
                              f"{own_files}")
             for key, run in incoming.items():
+                if (attributed := attribute_to_commit(run)) is not None:
+                    print(f"[proof] {key}: {attributed}")
                 record_run(results, key, run)  # a run measured again replaces the older one, which is kept
         save_results(arguments.results, results)
         print(f"[proof] merged {len(arguments.merge)} results file(s) into {arguments.results}: "

@@ -36,6 +36,9 @@ class Arm:
     ablates: str | None = None
     # A warm-up's questions, as a multiple of its scale's (Scale.sft_questions).
     warm_up_questions_times: int = 1
+    # Optimizer steps each generation batch trains (batching.py): the scale's step of episodes split into this many,
+    # so the arm trains on the same episodes in this many times the steps. Divides the group size.
+    optimizer_steps_per_generation: int = 1
     # Why its recorded runs cannot be run again from this tree (what its flags meant then, and at which commit);
     # the arm stays so that the report can show them. None: it runs.
     retired: str | None = None
@@ -120,6 +123,14 @@ ARMS = {
     "mixed-informative-sft4x-lr5e-5": Arm("mixed-informative-sft4x-lr5e-5", "mixed", "easy-sft4x", "mixed_steps",
                                           ("--sampling", "informative", "--learning_rate", "5e-5"),
                                           ablates="mixed-informative-sft4x"),
+    # More updates from the same rollouts: the recipe's generation batch of 96 episodes trained as three optimizer
+    # steps of 32 (PPO's mini-batches; TRL's clipped ratio bounds the two later steps' drift), where the
+    # 4x line moved +3.4 in 58 steps of 96 at 2e-5. Generation is most of a step's time, so three times the updates
+    # cost one extra forward pass over the batch (the old log-probabilities TRL then keeps). Unlike a larger learning
+    # rate, each update follows a fresh gradient at the weights the last one left.
+    "mixed-informative-sft4x-3steps": Arm("mixed-informative-sft4x-3steps", "mixed", "easy-sft4x", "mixed_steps",
+                                          ("--sampling", "informative"), ablates="mixed-informative-sft4x",
+                                          optimizer_steps_per_generation=3),
     # GRPO on questions the warm-up did not train on: the four-times warm-up trains on 2,400 of the 3,681 usable
     # easy+medium training questions, and 300 of the easy epoch's 434 and 302 of the mixed epoch's 466 are among them
     # (seed-independent: the draws are evenly spaced). Unseen, there are 504 easy and 1,279 easy+medium: enough for

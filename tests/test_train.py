@@ -171,6 +171,15 @@ def test_a_large_step_generates_in_rounds_of_whole_groups_that_divide_it(argv: l
     assert grpo.gradient_accumulation_steps % grpo.steps_per_generation == 0  # rollouts stay on-policy
 
 
+def test_a_generation_batch_may_train_several_optimizer_steps_but_must_end_at_one() -> None:
+    # The learning proof's generation batch of 96 trained as three optimizer steps of 32 (PPO's mini-batches).
+    _, grpo, _ = train.parse_config(["--per_device_train_batch_size", "16", "--gradient_accumulation_steps", "2",
+                                     "--steps_per_generation", "6"])
+    assert grpo.generation_batch_size == 96 and grpo.gradient_accumulation_steps == 2
+    with pytest.raises(ValueError, match=r"one must divide the other.*a multiple of 4 trains several optimizer steps"):
+        train.parse_config(["--gradient_accumulation_steps", "4", "--steps_per_generation", "6"])
+
+
 def test_the_warm_up_defaults_are_the_measured_ones_unless_given() -> None:
     agent, grpo, explicit = train.parse_config(["--phase", "sft"])
     assert sft.with_warmup_defaults(agent, explicit).max_questions == sft.SFT_MAX_QUESTIONS == 2400
@@ -220,23 +229,6 @@ def test_dry_run_checks_and_loads_no_model(tmp_path: Path, capsys: pytest.Captur
     assert "EMBEDDED MODE" in output and "dry run" in output
     assert re.search(r"\n  about \d+ optimizer steps of \d+ episodes \(\d+ questions? x \d+\): \d+ episodes\n", output)
     assert not (tmp_path / "easy").exists()
-
-
-def test_a_phase_says_how_many_steps_and_episodes_it_will_train(monkeypatch: pytest.MonkeyPatch) -> None:
-    def settings(**changed: float) -> types.SimpleNamespace:  # train.py's defaults for a mixed phase, two epochs
-        return types.SimpleNamespace(**{"per_device_train_batch_size": 6, "gradient_accumulation_steps": 16,
-                                  "num_generations": 6, "num_train_epochs": 2, "max_steps": -1} | changed)
-
-    # The full Spider train split's easy+medium questions: two epochs of 16 groups a step, the last step part-full.
-    assert train.phase_length(4114, settings()) == (
-        "about 515 optimizer steps of 96 episodes (16 questions x 6): 49440 episodes")
-    assert train.phase_length(4114, settings(max_steps=30)) == (
-        "30 optimizer steps (--max_steps) of 96 episodes (16 questions x 6): 2880 episodes")
-    assert train.phase_length(3, settings(per_device_train_batch_size=2, gradient_accumulation_steps=2,
-                                          num_generations=4, num_train_epochs=1)) == (
-        "about 3 optimizer steps of 4 episodes (1 question x 4): 12 episodes")
-    monkeypatch.setenv("WORLD_SIZE", "2")  # every process generates its share of a step
-    assert train.phase_length(4114, settings()).startswith("about 258 optimizer steps of 192 episodes (32 questions")
 
 
 def test_a_custom_curriculum_needs_no_code_change(tmp_path: Path) -> None:
@@ -307,6 +299,32 @@ def test_a_step_generated_in_rounds_trains_on_all_of_them(tmp_path: Path) -> Non
         assert step["episode/post_episode_calls"] == 1.0
     assert round_calls[0] == 2 and once_calls[0] == 4  # each round starts with its own group only
     assert sum(round_calls) == sum(once_calls)  # the same turns generated, in two tool loops instead of one
+
+
+def test_a_generation_batch_that_trains_two_steps_logs_each_step_and_times_the_batch_over_both(
+        tmp_path: Path) -> None:
+    """Two groups of 2 generated at once, trained as two optimizer steps of one group: both steps train (their
+    losses are logged), the episodes are counted once, and episodes/s covers both steps' time."""
+    calls: list[int] = []
+
+    def count_calls(trainer: Any) -> None:
+        scripted = trainer._generate_and_score_completions
+
+        def counted(inputs: list[Any]) -> Any:
+            calls.append(len(inputs))
+            return scripted(inputs)
+        trainer._generate_and_score_completions = counted
+
+    run_phase(tmp_path, "--phase", "easy", "--gradient_accumulation_steps", "2", "--steps_per_generation", "4",
+              "--max_steps", "2", "--save_strategy", "no", before_train=count_calls)
+    assert calls == [4]  # one generation batch of 2 groups for the two steps
+    steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
+    assert [entry["step"] for entry in steps] == [1, 2]
+    assert "episode/accuracy" in steps[0] and "rollout/episodes_per_s" not in steps[0]  # its time is not all in yet
+    speed = steps[1]["rollout/episodes_per_s"]
+    assert speed * (steps[0]["step_time"] + steps[1]["step_time"]) == pytest.approx(4)  # 4 episodes in both steps
+    config = json.loads((tmp_path / "easy" / "train_config.json").read_text())["grpo"]
+    assert config["generation_batch_size"] == 4 and config["steps_per_generation"] == 4
 
 
 class AlwaysRightAgent(ScriptedAgent):
@@ -897,10 +915,13 @@ def test_generation_times_are_per_optimizer_step_whatever_the_logging_interval()
     from training_logs import GenerationTimes
 
     times = GenerationTimes()
-    assert times.per_step(1, 5.0) == {}  # no generation since the last log line: nothing claimed
+    times.add_steps(1, 5.0)
+    assert times.per_step() == {}  # no generation since the last log line: nothing claimed
+    times = GenerationTimes()
     for seconds, lengths in ((1.0, [10, 30]), (0.5, [5, 5]), (2.5, [40, 1])):
         times.add(seconds, lengths)
-    metrics = times.per_step(2, 4.0)  # two optimizer steps in one log line
+    times.add_steps(2, 4.0)  # two optimizer steps in one log line
+    metrics = times.per_step()
     assert metrics["rollout/generation_calls"] == 1.5 and metrics["rollout/generation_s"] == 2.0
     assert metrics["rollout/generated_tokens"] == 45.5 and metrics["rollout/longest_turn_tokens"] == 40
     assert metrics["rollout/generation_share"] == 0.5
@@ -908,7 +929,22 @@ def test_generation_times_are_per_optimizer_step_whatever_the_logging_interval()
     assert metrics["rollout/ended_row_share"] == pytest.approx(1 - 91 / 150)
     assert "rollout/episodes_per_s" not in metrics  # no episode scored: no speed claimed
     times.episodes = 12
-    assert times.per_step(2, 4.0)["rollout/episodes_per_s"] == 1.5  # 12 episodes over two steps of 4 s
+    assert times.per_step()["rollout/episodes_per_s"] == 1.5  # 12 episodes over two steps of 4 s
+
+
+def test_a_generation_batch_that_trains_several_steps_is_timed_over_all_of_them() -> None:
+    from training_logs import GenerationTimes
+
+    times = GenerationTimes()
+    times.add(6.0, [20] * 12)
+    times.episodes = 12
+    for step_time in (8.0, 2.0, 2.0):  # the step that generated, then two that train on its episodes
+        times.add_steps(1, step_time)
+    metrics = times.per_step()
+    assert metrics["rollout/episodes_per_s"] == 1.0  # 12 episodes in 12 s, not 12 in the first step's 8
+    assert metrics["rollout/generation_share"] == 0.5 and metrics["rollout/generation_s"] == 2.0
+    times.add_steps(1, None)  # a step logged without its time: no speed claimed rather than a wrong one
+    assert "rollout/episodes_per_s" not in times.per_step()
 
 
 def test_the_run_summary_names_episodes_per_second_after_the_warm_up_step() -> None:
