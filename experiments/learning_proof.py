@@ -342,15 +342,27 @@ CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_epis
               "episode/accuracy_exact_text", "episode/gold_seen_wrong", "episode/unreadable_call_end",
               "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib", "rollout/generation_s",
               "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens",
+              "rollout/episodes_per_s",
               "episode/groups_all_correct", "episode/groups_none_correct", "sampler/deferred",
               "oversample/generated_groups", "oversample/trained_zero_advantage_share")
 
 
 def step_curves(phase_dir: Path) -> list[dict[str, float]]:
-    """The per-step log lines of a GRPO phase (the ones with a reward), keeping the plotted keys."""
-    lines = (phase_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-    return [{key: entry[key] for key in ("step", *CURVE_KEYS) if key in entry}
-            for entry in map(json.loads, lines) if "reward" in entry]
+    """A GRPO phase's log, one entry per generation batch, keeping the plotted keys: a step's line where each batch
+    trains one optimizer step; where it trains several, their lines as one (the rewards come with the first, the
+    rollout figures with the last; ``step_time`` the batch's whole time, ``optimizer_steps`` how many)."""
+    curves: list[dict[str, float]] = []
+    for entry in map(json.loads, (phase_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()):
+        if "loss" not in entry:  # not a training step's line (the final summary)
+            continue
+        kept = {key: entry[key] for key in ("step", *CURVE_KEYS) if key in entry}
+        if "reward" in entry or not curves:
+            curves.append({**kept, "optimizer_steps": 1})
+            continue
+        batch = curves[-1]
+        step_time = batch.get("step_time", 0.0) + kept.pop("step_time", 0.0)
+        batch.update(kept, step_time=step_time, optimizer_steps=batch["optimizer_steps"] + 1)
+    return curves
 
 
 # ------------------------------------------------------------------------------------------- results

@@ -39,6 +39,11 @@ def curve(run: dict[str, Any], key: str) -> list[float]:
     return [float(step[key]) for step in run.get("curves", []) if key in step]
 
 
+def optimizer_steps(run: dict[str, Any]) -> int:
+    """A GRPO run's optimizer steps: an entry of its curves is a generation batch, which may have trained several."""
+    return sum(int(batch.get("optimizer_steps", 1)) for batch in run.get("curves", []))
+
+
 def line_of(run: dict[str, Any]) -> str:
     """The report's name for a run's arm: the arm for the gpu scale (every line before the plan's epochs), else
     ``arm@scale``, so that runs of different scales never pool into one row."""
@@ -542,7 +547,7 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
                       else f"{(overall_ablated - overall_full) * 100:+.1f}")
             changes = question_changes(full, ablated)
             cells = [line_of(ablated), line_of(full), str(seed),
-                     f"{len(full.get('curves', []))} / {len(ablated.get('curves', []))}",
+                     f"{optimizer_steps(full)} / {optimizer_steps(ablated)}",
                      both(lambda run: heldout(run, "overall"), percent=True), change,
                      f"{changes.gained} / {changes.lost} (p={changes.p:.2g})" if changes else "-",
                      both(lambda run: heldout(run, "hard"), percent=True),
@@ -851,16 +856,23 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
     lines += ["", "## The plan's verification list", "", "| check | measured | verdict |", "|---|---|---|"]
     lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
     lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]
-    lines += ["", "## Runs", "", ("| arm | seed | scale | steps | median step (generation) | train+eval wall time "
-                                   "| commit |"), "|---|---|---|---|---|---|---|"]
+    lines += ["", "## Runs", "", ("| arm | seed | scale | steps | median step (generation) | episodes/s | "
+                                   "train+eval wall time | commit |"), "|---|---|---|---|---|---|---|---|"]
     for key in sorted(results["runs"]):
         run = results["runs"][key]
-        step, generation = curve(run, "step_time"), curve(run, "rollout/generation_s")
-        timing = (f"{statistics.median(step):.2f} s ({statistics.median(generation):.2f} s)"
-                  if step and generation else "-")
+        # An optimizer step's share of its generation batch (one entry covers a batch that trained several steps)
+        step_times = [batch["step_time"] / batch.get("optimizer_steps", 1) for batch in run.get("curves", [])
+                      if "step_time" in batch]
+        generation = curve(run, "rollout/generation_s")
+        timing = (f"{statistics.median(step_times):.2f} s ({statistics.median(generation):.2f} s)"
+                  if step_times and generation else "-")
+        # Per generation batch, over every step it trained: the one speed that compares runs whose batches train
+        # one optimizer step and runs whose batches train several.
+        speeds = curve(run, "rollout/episodes_per_s")[1:]  # after the first, which warms up
+        timing += f" | {statistics.median(speeds):.1f}" if speeds else " | -"
         proof_evaluated = any("source" not in summary for summary in run.get("evals", {}).values())
         wall = f"{run['seconds']:.0f} s" + ("" if proof_evaluated or run["arm"] == "base" else " (trained only)")
-        lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {len(run.get('curves', []))} | {timing} | "
+        lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {optimizer_steps(run)} | {timing} | "
                      f"{wall} | {run['commit']} |")
     lines += ["", "Commands of each run:", ""]
     for key in sorted(results["runs"]):

@@ -89,6 +89,28 @@ def test_every_gpu_step_holds_whole_groups_of_several_prompts_and_the_cpu_keeps_
         assert batch // grpo.num_generations == 4 and batch % grpo.num_generations == 0
 
 
+def test_a_generation_batch_that_trained_three_steps_is_one_entry_of_the_curves(tmp_path: Path) -> None:
+    from proof_report import optimizer_steps
+
+    lines = []
+    for batch in range(2):  # two generation batches of three optimizer steps each, then the run's summary line
+        first = 3 * batch + 1
+        lines += [{"step": first, "loss": 0.1, "reward": 0.5 + batch, "frac_reward_zero_std": 0.25, "step_time": 8.0},
+                  {"step": first + 1, "loss": 0.2, "step_time": 2.0},
+                  {"step": first + 2, "loss": 0.3, "step_time": 2.0, "rollout/episodes_per_s": 8.0,
+                   "rollout/generation_s": 2.0}]
+    lines.append({"step": 6, "train_loss": 0.2})
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    curves = learning_proof.step_curves(tmp_path)
+    assert curves == [{"step": 3 * batch + 3, "reward": 0.5 + batch, "frac_reward_zero_std": 0.25, "step_time": 12.0,
+                       "rollout/episodes_per_s": 8.0, "rollout/generation_s": 2.0, "optimizer_steps": 3}
+                      for batch in range(2)]
+    assert optimizer_steps({"curves": curves}) == 6
+    one_step_each = [line for line in lines if "reward" in line]  # a batch that trains one step: its own line
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in one_step_each))
+    assert [entry["optimizer_steps"] for entry in learning_proof.step_curves(tmp_path)] == [1, 1]
+
+
 def test_a_merged_run_is_attributed_to_the_commit_holding_the_code_that_ran(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def git(*args: str) -> str:

@@ -313,8 +313,8 @@ def test_the_report_says_which_pooled_runs_are_shorter_and_which_runs_were_only_
     proof_report.write_report({"runs": runs}, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
     report = (tmp_path / "report.md").read_text()
     assert "Pooled runs of different lengths (GRPO steps): mixed: 40 (seeds 0, 2), 30 (seed 7)." in report
-    assert "| easy | 7 | gpu | 30 | - | 10 s (trained only) |" in report
-    assert "| easy | 0 | gpu | 40 | - | 10 s |" in report
+    assert "| easy | 7 | gpu | 30 | - | - | 10 s (trained only) |" in report
+    assert "| easy | 0 | gpu | 40 | - | - | 10 s |" in report
 
 
 def test_an_ablation_pairs_with_its_full_setting_at_the_same_scale_only() -> None:
