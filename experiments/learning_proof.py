@@ -232,7 +232,8 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
                 "--warmup_steps", "5", "--per_device_train_batch_size", "4",
                 *arm.flags]
     argv = ["--phase", str(arm.phase), *common, "--max_steps", str(steps_for(arm, scale)),
-            "--learning_rate", str(scale.grpo_learning_rate), "--warmup_steps", "5",
+            "--learning_rate", str(scale.grpo_learning_rate),
+            "--warmup_steps", str(5 * arm.optimizer_steps_per_generation),  # the ramp: 5 generation batches, any arm
             "--max_completion_length", str(scale.max_completion_length), "--save_steps", str(save_steps)]
     questions = scale.mixed_questions if arm.phase == "mixed" else scale.easy_questions
     if questions is not None:

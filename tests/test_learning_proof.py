@@ -68,6 +68,10 @@ def test_an_arm_that_trains_several_steps_a_generation_batch_splits_the_scales_s
     assert flags == ["--per_device_train_batch_size", "16", "--gradient_accumulation_steps", "2",
                      "--steps_per_generation", "6"]
     assert learning_proof.steps_for(arm, epoch) == 3 * learning_proof.steps_for(full, epoch)
+    work = Path("/tmp/unused")
+    argv = learning_proof.train_argv(replace(arm, start_from=None), epoch, work, BUILTIN_DATA_DIR, work, 29)
+    full_argv = learning_proof.train_argv(replace(full, start_from=None), epoch, work, BUILTIN_DATA_DIR, work, 29)
+    assert argv[argv.index("--warmup_steps") + 1] == "15" and full_argv[full_argv.index("--warmup_steps") + 1] == "5"
     _, grpo, _ = train.parse_config(["--output_dir", "/tmp/unused", *flags])
     assert grpo.generation_batch_size == 96 and grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps == 32
     with pytest.raises(ValueError, match="4 optimizer steps a generation batch do not divide its 6 micro-batches"):
