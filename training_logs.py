@@ -118,8 +118,8 @@ class GenerationTimes:
     def add_steps(self, steps: int, step_time: float | None) -> None:
         """``steps`` optimizer steps of a log line, ``step_time`` seconds each on average (TRL's step_time)."""
         self.steps += steps
-        self.step_seconds = self.step_seconds + steps * step_time if self.step_seconds is not None and step_time \
-            else None
+        if self.step_seconds is not None:
+            self.step_seconds = self.step_seconds + steps * step_time if step_time else None
 
     def per_step(self) -> dict[str, float]:
         """Averages per optimizer step (a log line may cover several, and a generation batch may train several),
