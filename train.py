@@ -304,7 +304,8 @@ class AgentGRPOConfig(GRPOConfig):
 
     def check_sizes(self) -> None:
         """Sizes no phase can train with, GRPO's or the warm-up's."""
-        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length"):
+        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length",
+                     "steps_per_generation", "generation_batch_size", "num_iterations"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
         if self.learning_rate < 0:
