@@ -259,6 +259,9 @@ class AgentConfig(sft.WarmupConfig):
             raise ValueError(f"--backend must be 'unsloth' or 'transformers', got {self.backend!r}")
         if not 0 <= self.fewshot_examples <= 2:
             raise ValueError(f"--fewshot_examples must be 0, 1 or 2, got {self.fewshot_examples}")
+        if self.fewshot_retire_after_epochs < 0:
+            raise ValueError(f"--fewshot_retire_after_epochs is a number of curriculum epochs (0: no examples after the "
+                             f"start), got {self.fewshot_retire_after_epochs}")
         if self.step_budget < 1:
             raise ValueError(f"--step_budget must be at least 1, got {self.step_budget}")
         if self.max_turn_tokens < 0:
@@ -296,6 +299,11 @@ class AgentGRPOConfig(GRPOConfig):
             raise ValueError(f"--num_generations must be at least 2 (GRPO compares completions of one prompt), "
                              f"got {self.num_generations}")
         self.check_sizes()
+        if self.temperature <= 0:
+            raise ValueError(f"--temperature must be above 0: GRPO samples a group's episodes and compares them "
+                             f"(greedy decoding would make them alike), got {self.temperature}")
+        if self.num_train_epochs <= 0 and self.max_steps <= 0:
+            raise ValueError(f"--num_train_epochs must be above 0 (or give --max_steps), got {self.num_train_epochs}")
         if self.generation_batch_size is None and self.steps_per_generation is None:  # TRL's to derive: ours
             check_whole_groups(self)
             self.steps_per_generation = default_generation_steps(self)
