@@ -869,6 +869,7 @@ def test_yaml_values_are_the_users_choices(tmp_path: Path, capsys: pytest.Captur
         (["--steps_per_generation", "0"], "--steps_per_generation must be at least 1"),
         (["--num_iterations", "0"], "--num_iterations must be at least 1"),
         (["--temperature", "0"], "--temperature must be above 0"),
+        (["--phase", "sft", "--sft_hardness", "bogus"], "--sft_hardness takes one or more of easy, medium, hard, extra"),
         (["--num_train_epochs", "0"], "--num_train_epochs must be above 0"),
         (["--fewshot_retire_after_epochs", "-1"], "--fewshot_retire_after_epochs is a number of curriculum epochs"),
         (["--gradient_accumulation_steps", "4", "--steps_per_generation", "6"], "one must divide the other"),
