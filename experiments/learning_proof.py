@@ -456,6 +456,15 @@ def attribute_to_commit(run: dict[str, Any]) -> str | None:
     return f"commit {recorded} -> {holder}, the commit holding the code that ran"
 
 
+def step_evaluated_inside(arm: Arm, scale: Scale, eval_at_step: int | None) -> int | None:
+    """The optimizer step whose checkpoint a GRPO arm also evaluates (--eval-at-step): after the same generation
+    batches in every arm, so k x N where each batch trains k steps; None where the arm is no longer than that."""
+    if not eval_at_step or arm.phase in (None, "sft"):
+        return None
+    step = eval_at_step * arm.optimizer_steps_per_generation
+    return step if steps_for(arm, scale) > step else None
+
+
 def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int, *,
             evaluate: bool = True, eval_at_step: int | None = None) -> dict[str, Any]:
     """Train (unless base) and evaluate one arm (``evaluate=False``: train only, for an arm that is only the start
@@ -470,8 +479,7 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
                              "model_name": model_name(model), "commit": git_commit(), "source_tree": source_tree(),
                              "commands": []}
     checkpoint = model
-    inside = (eval_at_step if evaluate and eval_at_step and arm.phase not in (None, "sft")
-              and steps_for(arm, scale) > eval_at_step else None)
+    inside = step_evaluated_inside(arm, scale, eval_at_step) if evaluate else None
     if arm.phase is not None:
         argv = train_argv(arm, scale, model, data, work, seed, **({"save_steps": inside} if inside else {}))
         entry["commands"].append("python train.py " + " ".join(argv))
@@ -535,7 +543,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-at-step", type=int, default=None, metavar="N",
                         help="also evaluate each GRPO arm's checkpoint of step N on the held-out part, where the arm "
                              "runs longer (e.g. --mixed-steps 59 --eval-at-step 30: one mixed epoch and two, from one "
-                             "run; the report lists it as heldout_stepN)")
+                             "run; the report lists it as heldout_stepN; an arm whose generation batches train k "
+                             "steps each is evaluated at its step k x N, after the same episodes)")
     parser.add_argument("--eval-generation", choices=("padded", "rounds"), default=None,
                         help="how the evals generate a turn (python -m eval --generation; default the scale's: padded "
                              "for gpu, as every line of it, rounds for epoch; rounds took 0.64x the time of padded on "

@@ -74,6 +74,10 @@ def test_an_arm_that_trains_several_steps_a_generation_batch_splits_the_scales_s
     assert argv[argv.index("--warmup_steps") + 1] == "15" and full_argv[full_argv.index("--warmup_steps") + 1] == "5"
     _, grpo, _ = train.parse_config(["--output_dir", "/tmp/unused", *flags])
     assert grpo.generation_batch_size == 96 and grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps == 32
+    two_epochs = replace(epoch, mixed_steps=59)  # --mixed-steps 59 --eval-at-step 30: one mixed epoch and two
+    assert learning_proof.step_evaluated_inside(full, two_epochs, 30) == 30
+    assert learning_proof.step_evaluated_inside(arm, two_epochs, 30) == 90  # after the same 30 generation batches
+    assert learning_proof.step_evaluated_inside(arm, replace(epoch, mixed_steps=30), 30) is None  # it ends there
     with pytest.raises(ValueError, match="4 optimizer steps a generation batch do not divide its 6 micro-batches"):
         learning_proof.group_argv(replace(arm, optimizer_steps_per_generation=4), epoch)
 
