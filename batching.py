@@ -9,7 +9,8 @@ TRL's GRPOTrainer steps the optimizer every ``gradient_accumulation_steps`` micr
   episodes the weights before the last update wrote (TRL's clipped ratio bounds how far they move); the
   generation, most of a step's time, buys several updates.
 
-A generation round that ends inside an optimizer step is refused: one of the two must divide the other.
+A generation round that ends inside an optimizer step is refused: one of the two must divide the other. Where a
+generation batch trains several steps, checkpoints fall between batches.
 """
 
 from __future__ import annotations
@@ -108,6 +109,16 @@ def check_rounds_meet_steps(grpo: Any) -> None:
         f"the other. A divisor of {accumulation} generates each step in rounds; a multiple of {accumulation} "
         f"trains several optimizer steps on each generation batch"
     )
+
+
+def align_checkpoints(grpo: Any) -> None:
+    """Where each generation batch trains several optimizer steps, checkpoints every a whole number of batches
+    (--save_steps rounded up to a multiple): TRL does not save a batch half-trained, so --resume from inside one
+    would generate the batch's prompts again and skip others."""
+    reuse = optimizer_steps_per_generation(grpo)
+    if reuse > 1 and grpo.save_strategy == "steps" and grpo.save_steps >= 1:
+        steps_per_batch = int(reuse)
+        grpo.save_steps = math.ceil(grpo.save_steps / steps_per_batch) * steps_per_batch
 
 
 def phase_length(questions: int, grpo: Any) -> str:

@@ -67,7 +67,13 @@ from agent_env import (  # noqa: E402
     SQLEnv,
     max_tool_calls,
 )
-from batching import check_rounds_meet_steps, check_whole_groups, default_generation_steps, phase_length  # noqa: E402
+from batching import (  # noqa: E402
+    align_checkpoints,
+    check_rounds_meet_steps,
+    check_whole_groups,
+    default_generation_steps,
+    phase_length,
+)
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
 from dynamic_sampling import GroupOversampler
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
@@ -309,6 +315,7 @@ class AgentGRPOConfig(GRPOConfig):
             self.steps_per_generation = default_generation_steps(self)
         super().__post_init__()
         check_rounds_meet_steps(self)
+        align_checkpoints(self)
 
     def check_sizes(self) -> None:
         """Sizes no phase can train with, GRPO's or the warm-up's."""

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from batching import check_rounds_meet_steps, optimizer_steps_per_generation, phase_length
+from batching import align_checkpoints, check_rounds_meet_steps, optimizer_steps_per_generation, phase_length
 
 
 def settings(**changed: float) -> types.SimpleNamespace:
@@ -70,3 +70,15 @@ def test_a_generation_round_that_ends_inside_a_step_is_refused_with_what_nests()
     assert "a generation batch of 6 micro-batches (--steps_per_generation 6, i.e. --generation_batch_size 36)" in message
     assert "an optimizer step of 4 (--gradient_accumulation_steps): one must divide the other" in message
     assert "a multiple of 4 trains several optimizer steps on each generation batch" in message
+
+
+@pytest.mark.parametrize(("changed", "save_steps"), [
+    ({"steps_per_generation": 6, "gradient_accumulation_steps": 2}, 12),  # three steps a batch: whole batches
+    ({"steps_per_generation": 6, "gradient_accumulation_steps": 2, "save_steps": 9}, 9),  # already whole
+    ({}, 10),  # a step in rounds: every step ends a batch
+    ({"steps_per_generation": 6, "gradient_accumulation_steps": 2, "save_steps": 0.5}, 0.5),  # a share of the run
+])
+def test_checkpoints_fall_between_generation_batches(changed: dict[str, float], save_steps: float) -> None:
+    grpo = settings(save_strategy="steps", save_steps=10, **changed)
+    align_checkpoints(grpo)
+    assert grpo.save_steps == save_steps

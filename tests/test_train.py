@@ -176,6 +176,7 @@ def test_a_generation_batch_may_train_several_optimizer_steps_but_must_end_at_on
     _, grpo, _ = train.parse_config(["--per_device_train_batch_size", "16", "--gradient_accumulation_steps", "2",
                                      "--steps_per_generation", "6"])
     assert grpo.generation_batch_size == 96 and grpo.gradient_accumulation_steps == 2
+    assert grpo.save_steps == 12  # the default 10, rounded up to whole generation batches of 3 steps
     with pytest.raises(ValueError, match=r"one must divide the other.*a multiple of 4 trains several optimizer steps"):
         train.parse_config(["--gradient_accumulation_steps", "4", "--steps_per_generation", "6"])
 
