@@ -79,6 +79,6 @@ def test_a_generation_round_that_ends_inside_a_step_is_refused_with_what_nests()
     ({"steps_per_generation": 6, "gradient_accumulation_steps": 2, "save_steps": 0.5}, 0.5),  # a share of the run
 ])
 def test_checkpoints_fall_between_generation_batches(changed: dict[str, float], save_steps: float) -> None:
-    grpo = settings(save_strategy="steps", save_steps=10, **changed)
+    grpo = settings(**{"save_strategy": "steps", "save_steps": 10} | changed)
     align_checkpoints(grpo)
     assert grpo.save_steps == save_steps
