@@ -112,9 +112,9 @@ def check_rounds_meet_steps(grpo: Any) -> None:
 
 
 def align_checkpoints(grpo: Any) -> None:
-    """Where each generation batch trains several optimizer steps, checkpoints every a whole number of batches
-    (--save_steps rounded up to a multiple): TRL does not save a batch half-trained, so --resume from inside one
-    would generate the batch's prompts again and skip others."""
+    """Where each generation batch trains several optimizer steps, keep checkpoints between batches (--save_steps
+    rounded up to a multiple of those steps): TRL saves no half-trained batch, so --resume from inside one would
+    generate the batch's prompts again and skip others."""
     reuse = optimizer_steps_per_generation(grpo)
     if reuse > 1 and grpo.save_strategy == "steps" and grpo.save_steps >= 1:
         steps_per_batch = int(reuse)
