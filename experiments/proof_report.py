@@ -628,7 +628,7 @@ def sharpening_rows(results: dict[str, Any]) -> list[str]:
             any_right = [1 - none for run in runs
                          if (none := _mean_of(run, NONE_CORRECT, ends_of_phase(run)[end])) is not None]
             cells += [_cell(accuracy).split(" (n=")[0], _cell(any_right).split(" (n=")[0]]
-        steps = sorted({len(run["curves"]) for run in runs})
+        steps = sorted({optimizer_steps(run) for run in runs})
         lengths = f"{steps[0]}-{steps[-1]}" if len(steps) > 1 else str(steps[0])
         rows.append(f"| {arm} | {len(runs)} | {lengths} | {cells[0]} -> {cells[2]} | {cells[1]} -> {cells[3]} |")
     return rows
@@ -642,7 +642,7 @@ def pooled_lengths(results: dict[str, Any]) -> list[str]:
         seeds_by_steps: dict[int, list[str]] = {}
         for run in runs_of(results, arm):
             if run.get("evals") and run.get("curves"):
-                seeds_by_steps.setdefault(len(run["curves"]), []).append(str(run["seed"]))
+                seeds_by_steps.setdefault(optimizer_steps(run), []).append(str(run["seed"]))
         if len(seeds_by_steps) > 1:
             texts.append(f"{arm}: " + ", ".join(f"{steps} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})"
                                                 for steps, seeds in sorted(seeds_by_steps.items(), reverse=True)))
