@@ -81,6 +81,7 @@ def scripted_reports() -> dict[str, dict[str, Any]]:
 
 def test_the_gates_file_holds_the_plans_bar() -> None:
     assert any(gate.metric == "accuracy" and gate.group == "easy" and gate.bound == 0.5 for gate in GATES)
+    assert any(gate.metric == "accuracy" and gate.group == "medium" and gate.bound == 0.4 for gate in GATES)
     assert {gate.metric for gate in GATES} == {"accuracy", "mean_steps", "post_episode_calls"}
 
 
@@ -91,7 +92,7 @@ def test_the_oracle_passes_every_gate(scripted_reports: dict[str, dict[str, Any]
 def test_the_gates_catch_a_random_policy_and_one_that_never_stops(scripted_reports: dict[str, dict[str, Any]]) -> None:
     failed = {name: {str(gate) for gate in GATES if not gate.passes(report["by_hardness"])}
               for name, report in scripted_reports.items()}
-    assert "easy accuracy > 0.5" in failed["random"]
+    assert {"easy accuracy > 0.5", "medium accuracy > 0.4"} <= failed["random"]
     assert failed["never_stop"] == {"overall post_episode_calls <= 0.1"}
 
 
@@ -189,7 +190,9 @@ def run_gates(environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_the_gates_run_on_a_checkpoint_and_report_their_numbers(tiny_adapter: Path, tmp_path: Path) -> None:
     """The README's `EVAL_CHECKPOINT=outputs/easy/adapter python -m pytest eval/`, on a random tiny model: every
     gate runs and says what it measured (whether a random model passes them does not matter)."""
-    result = run_gates({"EVAL_CHECKPOINT": str(tiny_adapter), "EVAL_LIMIT": "4", "EVAL_OUT": str(tmp_path)})
+    # The built-in dev split opens with 20 easy questions: 22 reach medium, which has a gate too
+    result = run_gates({"EVAL_CHECKPOINT": str(tiny_adapter), "EVAL_LIMIT": "22", "EVAL_BATCH_SIZE": "22",
+                        "EVAL_OUT": str(tmp_path)})
     output = result.stdout + result.stderr
     assert result.returncode in (0, 1), output  # passed or failed gates; not an error, not a usage problem
     counts = {word: int(number) for number, word in re.findall(r"(\d+) (passed|failed|errors?|skipped)",
@@ -199,7 +202,8 @@ def test_the_gates_run_on_a_checkpoint_and_report_their_numbers(tiny_adapter: Pa
     for gate in GATES:
         assert f": {gate} (scored " in summary, output
     report = tmp_path / "report.json"
-    assert json.loads(report.read_text())["by_hardness"]["easy"]["n"] == 4  # EVAL_LIMIT and EVAL_OUT were read
+    by_hardness = json.loads(report.read_text())["by_hardness"]
+    assert (by_hardness["easy"]["n"], by_hardness["medium"]["n"]) == (20, 2)  # EVAL_LIMIT and EVAL_OUT were read
     # EVAL_REPORT gates that report again without a model, with the same numbers.
     again = run_gates({"EVAL_REPORT": str(report)})
     assert again.returncode == result.returncode
