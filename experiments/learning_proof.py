@@ -102,12 +102,10 @@ class Scale:
     sft_learning_rate: float
     easy_steps: int
     mixed_steps: int
-    # train.py's default GRPO learning rate is 1e-5; the gpu scale takes 2e-5 because its runs are short
-    # (tens of steps, not an L4 user's 3 epochs). A choice for the budget, not a tuned value.
+    # 2e-5, chosen for the budget when the runs were tens of steps; the measured lines made it train.py's default.
     grpo_learning_rate: float
-    # Prompt groups per optimizer step (--per_device_train_batch_size; the accumulation is the group size).
-    # train.py's default is 1, for the L4's memory; on the H200 a 0.5B's decoding costs about the same for
-    # 4 groups as for 1 (launch-bound), so 4 give four times the reward signal per step for little time.
+    # Prompt groups per optimizer step (--per_device_train_batch_size; the accumulation is the group size). The
+    # epoch scale's 16 became train.py's default step (generated there in rounds of 4, for an L4's memory).
     grpo_prompts_per_step: int
     max_completion_length: int
     eval_train_easy_limit: int | None
