@@ -45,7 +45,8 @@ from typing import Any
 import torch
 
 from batching import optimizer_steps_per_generation
-from sampling import SPREAD_EPSILON, dataset_question_keys, question_key
+from sampling import SPREAD_EPSILON, dataset_question_keys
+from spider_data import question_key
 
 
 @dataclass

@@ -985,9 +985,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if arguments.command in ("fetch", "gguf"):
         try:
-            path = (fetch_model(arguments.name, arguments.out, gguf=arguments.gguf, progress=arguments.progress)
-                    if arguments.command == "fetch" else fetch_gguf(arguments.name, arguments.out,
-                                                                    progress=arguments.progress))
+            if arguments.command == "fetch":
+                path = fetch_model(arguments.name, arguments.out, gguf=arguments.gguf, progress=arguments.progress)
+            else:
+                path = fetch_gguf(arguments.name, arguments.out, progress=arguments.progress)
         except ModelFetchError as error:
             print(f"models.py: error: {error}", file=sys.stderr)
             return 2

@@ -49,7 +49,7 @@ from models import save_tool_token_rows
 from output_folders import ADAPTER_DIRNAME, phase_dir, save_warmup_questions
 from policies import UNTRAINED_TURN, NeverStopPolicy, OraclePolicy, Policy, RetryPolicy, play_episode
 from prompt import CLOSING_MESSAGE
-from spider_data import SpiderExample, question_key, to_grpo_rows
+from spider_data import SpiderExample, parse_hardness, question_key, to_grpo_rows
 from sql_structure import Hardness
 from training_logs import write_run_config
 
@@ -346,10 +346,13 @@ class WarmupConfig:
                              "and --sft_retry_share between 0 and 1 with a sum of at most 1, got "
                              f"{self.sft_epochs}, {self.sft_batch_size}, {self.sft_never_stop_share} and "
                              f"{self.sft_retry_share}")
-        classes = [level.value for level in Hardness]
-        if not self.sft_hardness or not set(self.sft_hardness) <= set(classes):
-            raise ValueError(f"--sft_hardness takes one or more of {', '.join(classes)}, got "
-                             f"{' '.join(self.sft_hardness) or 'none'}")
+        try:  # the data loader's own reading of the names, so that what passes here loads
+            chosen = parse_hardness(self.sft_hardness)
+        except ValueError:
+            chosen = None
+        if not chosen:
+            raise ValueError(f"--sft_hardness takes one or more of {', '.join(level.value for level in Hardness)}, "
+                             f"got {' '.join(self.sft_hardness) or 'none'}")
 
 
 @dataclass

@@ -212,7 +212,8 @@ def _examine(item: dict[str, str], db_path: Path, database: ReadOnlyDatabase | s
     )
 
 
-def _parse_filter(values: Iterable[str | Hardness] | None) -> set[Hardness] | None:
+def parse_hardness(values: Iterable[str | Hardness] | None) -> set[Hardness] | None:
+    """Hardness names (any case) as classes; None for no filter; ValueError naming an unknown one."""
     if values is None:
         return None
     valid = {hardness.value: hardness for hardness in Hardness}
@@ -247,7 +248,7 @@ def load_split(
         if unknown:
             raise ValueError(f"no questions for database(s) {sorted(unknown)} in the {split} split of {data_dir}")
         items = [item for item in items if item["db_id"] in wanted]
-    hardness_filter = _parse_filter(hardness)
+    hardness_filter = parse_hardness(hardness)
 
     # Open each database once: group question positions by database, fill results in file order.
     examples: list[SpiderExample | None] = [None] * len(items)

@@ -36,7 +36,8 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from batching import optimizer_steps_per_generation
 from episode_stats import EpisodeOutcome, episode_outcome, episode_stats
 from prompt import FEWSHOT_HEADER
-from sampling import InformativeSampler, question_key
+from sampling import InformativeSampler
+from spider_data import question_key
 
 # Curves worth looking at, by the key TRL or episode_metrics logs them under.
 PLOTTED_METRICS = {

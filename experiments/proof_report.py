@@ -869,11 +869,11 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         # Per generation batch, over every step it trained: the one speed that compares runs whose batches train
         # one optimizer step and runs whose batches train several.
         speeds = curve(run, "rollout/episodes_per_s")[1:]  # after the first, which warms up
-        timing += f" | {statistics.median(speeds):.1f}" if speeds else " | -"
+        speed = f"{statistics.median(speeds):.1f}" if speeds else "-"
         proof_evaluated = any("source" not in summary for summary in run.get("evals", {}).values())
         wall = f"{run['seconds']:.0f} s" + ("" if proof_evaluated or run["arm"] == "base" else " (trained only)")
         lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {optimizer_steps(run)} | {timing} | "
-                     f"{wall} | {run['commit']} |")
+                     f"{speed} | {wall} | {run['commit']} |")
     lines += ["", "Commands of each run:", ""]
     for key in sorted(results["runs"]):
         lines += [f"- `{key}`:"] + [f"  - `{command}`" for command in results["runs"][key]["commands"]]

@@ -8,7 +8,8 @@ import pytest
 import torch
 from trl.trainer.utils import RepeatSampler
 
-from sampling import InformativeSampler, question_key
+from sampling import InformativeSampler
+from spider_data import question_key
 
 KEYS = [question_key("db", f"question {index}") for index in range(8)]
 

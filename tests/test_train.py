@@ -886,6 +886,11 @@ def test_bad_settings_are_refused_before_any_work(tmp_path: Path, argv: list[str
     assert not (tmp_path / "out").exists()
 
 
+def test_the_warm_up_reads_hardness_names_as_the_data_loader_does() -> None:
+    agent, _, _ = train.parse_config(["--phase", "sft", "--sft_hardness", "Easy", "MEDIUM"])
+    assert agent.sft_hardness == ["Easy", "MEDIUM"]  # any case, as spider_data.parse_hardness reads them
+
+
 def test_bad_settings_exit_with_a_message_not_a_traceback(tmp_path: Path) -> None:
     import subprocess
     import sys
