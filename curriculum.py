@@ -15,6 +15,9 @@ from pathlib import Path
 
 import yaml
 
+from spider_data import parse_hardness
+from sql_structure import Hardness
+
 
 @dataclass(frozen=True)
 class Phase:
@@ -29,20 +32,46 @@ def load_curriculum(path: str | Path) -> list[Phase]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"curriculum file not found: {path}")
-    entries = (yaml.safe_load(path.read_text()) or {}).get("phases")
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML ({error})") from None
+    entries = document.get("phases") if isinstance(document, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{path}: expected a 'phases:' list")
     phases: list[Phase] = []
-    for entry in entries:
-        phase = Phase(name=str(entry["name"]), hardness=tuple(entry["hardness"]), epochs=float(entry["epochs"]),
-                      start_from=entry.get("start_from"))
-        unknown = set(phase.hardness) - {"easy", "medium", "hard", "extra"}
-        if unknown or phase.epochs <= 0:
-            raise ValueError(f"{path}: phase {phase.name!r} has unknown hardness {sorted(unknown)} or epochs <= 0")
+    for number, entry in enumerate(entries, start=1):
+        phase = _parse_phase(entry, f"{path}: phase {number}")
+        if phase.name in [earlier.name for earlier in phases]:
+            raise ValueError(f"{path}: two phases are named {phase.name!r}")
         if phase.start_from is not None and phase.start_from not in [earlier.name for earlier in phases]:
             raise ValueError(f"{path}: phase {phase.name!r} starts from {phase.start_from!r}, not an earlier phase")
         phases.append(phase)
     return phases
+
+
+def _parse_phase(entry: object, where: str) -> Phase:
+    """One ``phases:`` entry as a Phase; ValueError saying which field is missing or wrong."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected a mapping with name, hardness and epochs, got {entry!r}")
+    missing = [key for key in ("name", "hardness", "epochs") if key not in entry]
+    if missing:
+        raise ValueError(f"{where}: missing {', '.join(missing)}")
+    hardness = entry["hardness"]
+    if not isinstance(hardness, list) or not hardness:
+        raise ValueError(f"{where}: hardness must be a list such as [easy, medium], got {hardness!r}")
+    try:
+        classes = parse_hardness(hardness)
+    except ValueError as error:
+        raise ValueError(f"{where} ({entry['name']!r}): {error}") from None
+    epochs = entry["epochs"]
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or epochs <= 0:
+        raise ValueError(f"{where} ({entry['name']!r}): epochs must be a number above 0, got {epochs!r}")
+    start_from = entry.get("start_from")
+    # Spider's order (easy first), whatever order the file lists them in, each class once
+    names = tuple(hardness_class.value for hardness_class in Hardness if hardness_class in (classes or ()))
+    return Phase(name=str(entry["name"]), hardness=names, epochs=float(epochs),
+                 start_from=None if start_from is None else str(start_from))
 
 
 def select_phase(phases: list[Phase], name: str) -> tuple[Phase, float]:

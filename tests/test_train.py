@@ -243,6 +243,33 @@ def test_a_custom_curriculum_needs_no_code_change(tmp_path: Path) -> None:
         load_curriculum(curriculum)
 
 
+@pytest.mark.parametrize(("phases", "message"), [
+    ("  - {name: x, hardness: easy, epochs: 1}", r"phase 1: hardness must be a list such as \[easy, medium\], got 'easy'"),
+    ("  - {name: x, epochs: 1}", "phase 1: missing hardness"),
+    ("  - easy", "phase 1: expected a mapping with name, hardness and epochs, got 'easy'"),
+    ("  - {name: x, hardness: [easy], epochs: 0}", r"phase 1 \('x'\): epochs must be a number above 0, got 0"),
+    ("  - {name: x, hardness: [easy], epochs: one}", "epochs must be a number above 0, got 'one'"),
+    ("  - {name: x, hardness: [easy], epochs: 1}\n  - {name: x, hardness: [medium], epochs: 1}", "two phases are named 'x'"),
+    ("  - {name: x, hardness: [Medium, EASY, easy], epochs: 1}\n  - {name: y, hardness: [easy], epochs: 1, start_from: z}",
+     "phase 'y' starts from 'z', not an earlier phase"),
+])
+def test_a_malformed_curriculum_is_refused_in_one_line_naming_the_phase(tmp_path: Path, phases: str,
+                                                                         message: str) -> None:
+    curriculum = tmp_path / "c.yaml"
+    curriculum.write_text("phases:\n" + phases + "\n")
+    with pytest.raises(ValueError, match=message):
+        load_curriculum(curriculum)
+
+
+def test_curriculum_hardness_names_are_read_as_the_data_loader_reads_them(tmp_path: Path) -> None:
+    curriculum = tmp_path / "c.yaml"
+    curriculum.write_text("phases:\n  - {name: x, hardness: [Medium, EASY, easy], epochs: 1}\n")
+    assert load_curriculum(curriculum)[0].hardness == ("easy", "medium")
+    curriculum.write_text("phases: [\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_curriculum(curriculum)
+
+
 # --- real GRPO runs ------------------------------------------------------------------------------
 
 
