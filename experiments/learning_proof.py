@@ -463,6 +463,13 @@ def step_evaluated_inside(arm: Arm, scale: Scale, eval_at_step: int | None) -> i
     return step if steps_for(arm, scale) > step else None
 
 
+def device_name() -> str:
+    """The accelerator a run trains on: its speeds compare only with runs on the same kind."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+
+
 def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: int, *,
             evaluate: bool = True, eval_at_step: int | None = None) -> dict[str, Any]:
     """Train (unless base) and evaluate one arm (``evaluate=False``: train only, for an arm that is only the start
@@ -475,7 +482,7 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
     started = time.perf_counter()
     entry: dict[str, Any] = {"arm": arm.name, "seed": seed, "scale": scale.name, "model": str(model),
                              "model_name": model_name(model), "commit": git_commit(), "source_tree": source_tree(),
-                             "commands": []}
+                             "device": device_name(), "commands": []}
     checkpoint = model
     inside = step_evaluated_inside(arm, scale, eval_at_step) if evaluate else None
     if arm.phase is not None:

@@ -157,6 +157,12 @@ ARMS = {
     "mixed-informative-sft4x-recover": Arm("mixed-informative-sft4x-recover", "mixed", "easy-sft4x-recover",
                                            "mixed_steps", ("--sampling", "informative"),
                                            ablates="mixed-informative-sft4x"),
+    # The two levers of seed 29 together: the recovering warm-up's line, its mixed batches trained as three steps
+    # (against the 3-step arm of the plain 4x line, same seed)
+    "mixed-informative-sft4x-recover-3steps": Arm("mixed-informative-sft4x-recover-3steps", "mixed",
+                                                  "easy-sft4x-recover", "mixed_steps", ("--sampling", "informative"),
+                                                  ablates="mixed-informative-sft4x-3steps",
+                                                  optimizer_steps_per_generation=3),
     "sft-habit": Arm("sft-habit", "sft", None, "easy_steps", ("--sft_never_stop_share", str(HABIT_SHARE))),
     "easy-habit": Arm("easy-habit", "easy", "sft-habit", "easy_steps"),
     "no-penalty-habit": Arm("no-penalty-habit", "easy", "sft-habit", "easy_steps", ("--post_episode_penalty", "0"),

@@ -766,6 +766,11 @@ def plot_arm(axis: Any, key: str, arm: str, arm_runs: list[dict[str, Any]], colo
 # ------------------------------------------------------------------------------------------ the report
 
 
+def short_device(name: str | None) -> str:
+    """A run's accelerator as the Runs table shows it ("H100 80GB HBM3"); "-" where the run did not record it."""
+    return name.removeprefix("NVIDIA ") if name else "-"
+
+
 def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, results_path: Path) -> None:
     figures = plot_figures(results, figures_dir) + plot_final_against_warm_up(results, figures_dir)
     link = os.path.relpath(results_path, report_path.parent)
@@ -857,7 +862,7 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
     lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
     lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]
     lines += ["", "## Runs", "", ("| arm | seed | scale | steps | median step (generation) | episodes/s | "
-                                   "train+eval wall time | commit |"), "|---|---|---|---|---|---|---|---|"]
+                                   "train+eval wall time | device | commit |"), "|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(results["runs"]):
         run = results["runs"][key]
         # An optimizer step's share of its generation batch (one entry covers a batch that trained several steps)
@@ -873,7 +878,7 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         proof_evaluated = any("source" not in summary for summary in run.get("evals", {}).values())
         wall = f"{run['seconds']:.0f} s" + ("" if proof_evaluated or run["arm"] == "base" else " (trained only)")
         lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {optimizer_steps(run)} | {timing} | "
-                     f"{speed} | {wall} | {run['commit']} |")
+                     f"{speed} | {wall} | {short_device(run.get('device'))} | {run['commit']} |")
     lines += ["", "Commands of each run:", ""]
     for key in sorted(results["runs"]):
         lines += [f"- `{key}`:"] + [f"  - `{command}`" for command in results["runs"][key]["commands"]]

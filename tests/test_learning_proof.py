@@ -21,6 +21,7 @@ import learning_proof  # noqa: E402  (imports no trainer: run_arm imports train 
 import proof_arms  # noqa: E402
 
 import train  # noqa: E402  (imports unsloth before transformers and trl, as the trainer must)
+import torch  # noqa: E402
 from curriculum import load_curriculum, select_phase  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split  # noqa: E402
 
@@ -365,6 +366,7 @@ def test_an_arm_records_the_warm_up_it_started_from_and_a_train_only_arm_skips_i
     scale, work = learning_proof.SCALES["quick"], tmp_path / "work"
     sft = learning_proof.run_arm(proof_arms.ARMS["sft"], scale, tmp_path, BUILTIN_DATA_DIR, work, 3, evaluate=False)
     assert sft["evals"] == {} and sft["seconds"] == sft["train_seconds"]
+    assert sft["device"] == "cpu" or torch.cuda.is_available()  # the accelerator its speeds come from
     assert sft["warm_up_digest"] == sft["adapter_digest"] == learning_proof.adapter_digest(
         learning_proof.adapter_of(work, "sft", 3))
     easy = learning_proof.run_arm(proof_arms.ARMS["easy"], scale, tmp_path, BUILTIN_DATA_DIR, work, 3,
@@ -427,12 +429,13 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "sft-4x-retry": "sft-4x-retry",
                         "sft-4x-recover": "sft-4x-recover", "easy-sft4x-recover": "sft-4x-recover",
                         "mixed-informative-sft4x-recover": "sft-4x-recover",
+                        "mixed-informative-sft4x-recover-3steps": "sft-4x-recover",
                         "sft-habit": "sft-habit", "easy-habit": "sft-habit",
                         "no-penalty-habit": "sft-habit"}
     # The larger warm-up's line is compared with the scale's own warm-up's, arm by arm; the rest share their warm-up.
     assert [name for name, arm in proof_arms.ARMS.items() if proof_arms.trains_its_own_warm_up(arm)] == [
         "no-sft", "sft-4x", "easy-sft4x", "mixed-sft4x", "mixed-informative-sft4x", "sft-4x-retry", "sft-4x-recover",
-        "easy-sft4x-recover", "mixed-informative-sft4x-recover"]  # the lr arm shares its full setting's warm-up
+        "easy-sft4x-recover", "mixed-informative-sft4x-recover", "mixed-informative-sft4x-recover-3steps"]  # the lr arm shares its full setting's warm-up
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(proof_arms.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
     agent, _, _ = train.parse_config(argv)

@@ -281,6 +281,17 @@ def test_each_final_adapter_is_drawn_against_its_own_warm_up_where_both_were_mea
                                                    tmp_path / "none") == []
 
 
+def test_the_runs_table_says_which_card_each_run_timed_on(tmp_path: Path) -> None:
+    def run(arm: str, seed: int, **recorded: str) -> dict:
+        return {"arm": arm, "seed": seed, "scale": "epoch", "seconds": 60.0, "model": "/tmp/qc", "commit": "abc",
+                "commands": [], "evals": {"heldout": _heldout(0.4)}, **recorded}
+
+    runs = {"sft/seed1/epoch": run("sft", 1, device="NVIDIA H100 80GB HBM3"), "sft/seed2/epoch": run("sft", 2)}
+    proof_report.write_report({"runs": runs}, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
+    rows = [line for line in (tmp_path / "report.md").read_text().splitlines() if line.startswith("| sft | ") and "| epoch |" in line]
+    assert [row.split(" | ")[-2] for row in rows] == ["H100 80GB HBM3", "-"]  # "-": a run that did not record it
+
+
 def test_the_penalty_is_judged_by_the_calls_after_the_episode_with_and_without_it_from_the_habit_warm_up() -> None:
     def run(arm: str, calls: list[float], held_out_calls: float) -> dict:
         entry = _grpo_run(arm, 8, 0.5, "1100", zero_share=0.25, reward=0.5)
