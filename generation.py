@@ -67,22 +67,24 @@ def prepare_model(model: Any, tokenizer: Any, settings: GenerationSettings) -> l
     they do not). Returns the stop rule's ids (empty without it), which a vLLM path hands on
     (``with_vllm_stop_ids``)."""
     stop_ids = install_stop_rule(model, tokenizer) if settings.stop_at_tool_call else []
-    prepare_decoding(model, settings.backend, decode_graphs=settings.decode_graphs)
-    if settings.backend == "unsloth":
-        if settings.grouped_decode_attention:
-            install_grouped_decode_attention()
-        else:
-            uninstall_grouped_decode_attention()
+    prepare_decoding(model, settings.backend, decode_graphs=settings.decode_graphs,
+                     grouped_attention=settings.grouped_decode_attention)
     return stop_ids
 
 
-def prepare_decoding(model: Any, backend: str, *, decode_graphs: bool = True) -> None:
+def prepare_decoding(model: Any, backend: str, *, decode_graphs: bool = True, grouped_attention: bool = True) -> None:
     """The decode path of a model about to generate, trained or evaluated alike: the LM head's input made
-    contiguous, and under Unsloth CUDA-graph decode for Qwen2 (``decode_graphs``; undone when off). The eval takes
-    only this: its own stop ids (eval/model_policy.py) and whatever decode attention the process has."""
+    contiguous, and under Unsloth CUDA-graph decode for Qwen2 (``decode_graphs``) and the grouped decode attention
+    (``grouped_attention``), each undone when off. The eval takes only this (it has its own stop ids,
+    eval/model_policy.py), attention included: without the grouped core a padded batch runs PyTorch's math kernel,
+    and the held-out eval at 512 rows takes several times as long (docs/gpu.md, 2026-12-05d)."""
     read_lm_head_input_contiguously(model)
     if backend == "unsloth":
         allow_unsloth_decode_graphs(model.config.model_type, decode_graphs)
+        if grouped_attention:
+            install_grouped_decode_attention()
+        else:
+            uninstall_grouped_decode_attention()
 
 
 def wrap_trainer(trainer: Any, tokenizer: Any, settings: GenerationSettings,
@@ -413,13 +415,13 @@ def grouped_values(P: torch.Tensor, V: torch.Tensor, out: torch.Tensor) -> torch
     groups = n_heads // n_kv_heads
     P = P.view(bsz * n_kv_heads, groups, kv_len)
     V = V.reshape(bsz * n_kv_heads, kv_len, head_dim)
-    O = out.view(bsz * n_kv_heads, groups, head_dim)
+    grouped_out = out.view(bsz * n_kv_heads, groups, head_dim)
     aligned = kv_len - kv_len % 8
     if aligned in (0, kv_len):
-        torch.bmm(P, V, out=O)
+        torch.bmm(P, V, out=grouped_out)
     else:
-        torch.bmm(P[:, :, :aligned], V[:, :aligned], out=O)
-        O.baddbmm_(P[:, :, aligned:], V[:, aligned:])
+        torch.bmm(P[:, :, :aligned], V[:, :aligned], out=grouped_out)
+        grouped_out.baddbmm_(P[:, :, aligned:], V[:, aligned:])
     return out
 
 

@@ -87,8 +87,11 @@ def import_unsloth() -> None:
         import unsloth  # noqa: F401
 
 
-def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tuple[Any, Any]:
-    """Model and tokenizer through Unsloth's fast inference path (CUDA); call import_unsloth() first."""
+def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384,
+                      grouped_decode_attention: bool = True) -> tuple[Any, Any]:
+    """Model and tokenizer through Unsloth's fast inference path (CUDA), decoding as training decodes
+    (``generation.prepare_decoding``; ``grouped_decode_attention=False``: Unsloth's own attention call, to compare
+    the two); call import_unsloth() first."""
     from unsloth import FastLanguageModel
 
     from generation import prepare_decoding
@@ -98,7 +101,7 @@ def load_with_unsloth(path: str | Path, *, max_seq_length: int = 16_384) -> tupl
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=str(path), max_seq_length=max_seq_length, load_in_4bit=False, dtype=None
     )
-    prepare_decoding(model, "unsloth")  # the decode path, prepared as training prepares it (generation.py)
+    prepare_decoding(model, "unsloth", grouped_attention=grouped_decode_attention)
     if kind == "adapter":
         apply_tool_token_rows(model, tool_token_rows(Path(path)))
     FastLanguageModel.for_inference(model)

@@ -81,6 +81,10 @@ class EvalSettings:
                 "when their turn ends; --backend transformers only)."})
     first_round_tokens: int = field(default=FIRST_ROUND_TOKENS, metadata={
         "help": f"--generation rounds: tokens of a turn's first round (default {FIRST_ROUND_TOKENS})."})
+    grouped_decode_attention: bool = field(default=True, metadata={
+        "help": "--backend unsloth: a batched decode step's attention as grouped products, as training decodes "
+                "(default); off: Unsloth's own attention call, which runs PyTorch's math kernel once a batch is "
+                "padded (several times slower at the eval's 512 rows)."})
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
     def __post_init__(self) -> None:
@@ -182,7 +186,8 @@ def build_policy(settings: EvalSettings) -> Policy | BatchPolicy:
                                 max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
                                 seed=settings.seed, name=settings.name)
     if settings.backend == "unsloth":
-        model, tokenizer = load_with_unsloth(settings.checkpoint)
+        model, tokenizer = load_with_unsloth(settings.checkpoint,
+                                             grouped_decode_attention=settings.grouped_decode_attention)
     else:
         model, tokenizer = load_checkpoint(settings.checkpoint, base_model=settings.base_model)
     return ModelPolicy(

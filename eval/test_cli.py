@@ -85,6 +85,27 @@ def test_both_spellings_of_every_flag_are_accepted(tmp_path: Path, builtin_data_
     assert json.loads((tmp_path / "report.json").read_text())["by_hardness"]["overall"]["n"] == 2
 
 
+@pytest.mark.parametrize(("flags", "grouped"), [([], True), (["--no-grouped-decode-attention"], False)])
+def test_the_unsloth_eval_decodes_with_trainings_attention_unless_told_not_to(
+        tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], grouped: bool) -> None:
+    from eval import __main__ as cli
+    from eval import evaluate
+
+    asked: list[bool] = []
+
+    def load(path: Path, *, grouped_decode_attention: bool) -> tuple:
+        asked.append(grouped_decode_attention)
+        raise ValueError("stop here: the model is not loaded on this machine")
+
+    monkeypatch.setattr(evaluate, "load_with_unsloth", load)
+    monkeypatch.setattr(cli, "import_unsloth", lambda: None)
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: object())
+    with pytest.raises(SystemExit):
+        cli.run(["--checkpoint", str(tiny_model_dir), "--backend", "unsloth", "--limit", "1", "--out",
+                 str(tmp_path), "--no-progress", *flags])
+    assert asked == [grouped]
+
+
 def test_a_second_split_plays_with_the_model_already_loaded(tiny_model_dir: Path, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from eval import __main__ as cli

@@ -102,6 +102,26 @@ def test_install_without_unsloths_gpu_path_changes_nothing() -> None:
         pytest.skip("Unsloth's GPU path loads here; the install is exercised by benchmarks/decode_step.py")
 
 
+@pytest.mark.parametrize("grouped", [True, False])
+def test_training_and_the_eval_prepare_the_decode_attention_alike(monkeypatch: pytest.MonkeyPatch,
+                                                                  grouped: bool) -> None:
+    """One home for the decode path: under Unsloth the attention core is chosen there for training (prepare_model)
+    and the eval (load_with_unsloth) alike, never left as an earlier model in the process set it."""
+    chosen: list[str] = []
+    monkeypatch.setattr(generation, "install_grouped_decode_attention", lambda: chosen.append("grouped") or True)
+    monkeypatch.setattr(generation, "uninstall_grouped_decode_attention", lambda: chosen.append("unsloth"))
+    monkeypatch.setattr(generation, "allow_unsloth_decode_graphs", lambda model_type, enabled: None)
+    model = torch.nn.Linear(2, 2)
+    model.config = types.SimpleNamespace(model_type="qwen2")  # type: ignore[assignment]
+    monkeypatch.setattr(generation, "read_lm_head_input_contiguously", lambda model: None)
+    generation.prepare_decoding(model, "unsloth", grouped_attention=grouped)
+    generation.prepare_decoding(model, "transformers", grouped_attention=grouped)  # Unsloth's core only
+    settings = types.SimpleNamespace(stop_at_tool_call=False, backend="unsloth", decode_graphs=True,
+                                     grouped_decode_attention=grouped)
+    generation.prepare_model(model, None, settings)  # type: ignore[arg-type]
+    assert chosen == ["grouped" if grouped else "unsloth"] * 2
+
+
 def fake_unsloth_llama(monkeypatch: pytest.MonkeyPatch, original: object) -> None:
     """Unsloth's llama module as far as generation.py reads it: its decode core, saved before the install."""
     llama = types.ModuleType("unsloth.models.llama")
