@@ -17,11 +17,12 @@ Training logs them every step (training_logs.py, metrics.jsonl) and the eval rep
     tool_error_rate      episode/tool_error_rate         tool_error_rate
     gold_seen_wrong      episode/gold_seen_wrong         wrong_answer_kinds' first two, as counts
     unreadable_call_end  episode/unreadable_call_end     stop_reasons' malformed_tool_call (and truncated calls)
+    requery_after_refusal  episode/requery_after_refusal  requery_after_refusal
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,8 @@ class EpisodeOutcome:
     executed_queries: int = 0  # queries that ran without an error
     # its last turn opened a tool call the parser could not read (malformed, or cut at the budget): a format defect
     ended_on_unreadable_call: bool = False
+    refused_query: bool = False  # SQLite (or the environment) refused one of its in-episode queries
+    queried_after_refusal: bool = False  # and it sent another query after the first refusal
 
     @property
     def calls(self) -> int:
@@ -66,7 +69,23 @@ def episode_outcome(episode: EpisodeRecord, messages: list[dict[str, Any]]) -> E
         saw_gold_result=episode.saw_gold_result,
         executed_queries=episode.executed_queries,
         ended_on_unreadable_call=ended_on_unreadable_call(messages),
+        **refusal_and_requery((step.tool, step.error is not None) for step in episode.steps if not step.after_episode),
     )
+
+
+def refusal_and_requery(calls: Iterable[tuple[str, bool]]) -> dict[str, bool]:
+    """Whether an episode's query was refused, and whether it queried again after the first refusal, from its
+    in-episode calls in order as (tool, failed). A small model, refused, tends to answer with the error instead
+    (seed 29: every held-out episode with a refused query did), and GRPO cannot reinforce a retry it never tries."""
+    refused = queried_again = False
+    for tool, failed in calls:
+        if tool != "query":
+            continue
+        if refused:
+            queried_again = True
+            break
+        refused = failed
+    return {"refused_query": refused, "queried_after_refusal": queried_again}
 
 
 def ended_on_unreadable_call(messages: list[dict[str, Any]]) -> bool:
@@ -141,6 +160,8 @@ class EpisodeStats:
     gold_seen_wrong: float | None = None
     # share of episodes that ended on a tool call the parser could not read (ended_on_unreadable_call)
     unreadable_call_end: float | None = None
+    # of the episodes with a refused query, the share that queried again after it; None where none was refused
+    requery_after_refusal: float | None = None
 
 
 def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
@@ -154,6 +175,8 @@ def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
                                         sum(outcome.calls for outcome in outcomes)),
         gold_seen_wrong=mean([float(wrong_answer_kind(outcome) in LOST_IN_THE_ANSWER) for outcome in outcomes]),
         unreadable_call_end=mean([float(outcome.ended_on_unreadable_call) for outcome in outcomes]),
+        requery_after_refusal=mean([float(outcome.queried_after_refusal) for outcome in outcomes
+                                    if outcome.refused_query]),
     )
 
 

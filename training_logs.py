@@ -194,6 +194,8 @@ class RolloutLogger(TrainerCallback):
         log_metric("episode/tool_error_rate", stats.tool_error_rate or 0.0)
         log_metric("episode/gold_seen_wrong", stats.gold_seen_wrong or 0.0)
         log_metric("episode/unreadable_call_end", stats.unreadable_call_end or 0.0)
+        if stats.requery_after_refusal is not None:  # only steps with a refused query measure it
+            log_metric("episode/requery_after_refusal", stats.requery_after_refusal)
         log_metric("episode/zero_advantage_groups", zero_advantage_share(rewards, self.group_size))
         all_solved, none_solved = solved_group_shares([episode.is_correct for episode in episodes], self.group_size)
         log_metric("episode/groups_all_correct", all_solved)

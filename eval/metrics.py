@@ -34,6 +34,8 @@ class GroupStats:
     answered: float | None  # share of episodes that called answer
     tool_error_rate: float | None  # failed in-episode calls / in-episode calls
     mean_reward: float | None
+    # of the episodes with a refused query, the share that queried again after it (None: no query was refused)
+    requery_after_refusal: float | None = None
 
     def to_dict(self) -> dict[str, float | int | None]:
         return asdict(self)
@@ -55,6 +57,7 @@ def group_stats(records: Iterable[QuestionRecord]) -> GroupStats:
         answered=stats.answered,
         tool_error_rate=stats.tool_error_rate,
         mean_reward=mean([record.reward for record in records]),
+        requery_after_refusal=stats.requery_after_refusal,
     )
 
 
@@ -79,6 +82,19 @@ def wrong_answer_kinds(records: list[QuestionRecord]) -> dict[str, int]:
     """The scored, wrong questions by why they were wrong (episode_stats.WRONG_ANSWER_KINDS, in that order)."""
     kinds = Counter(wrong_answer_kind(record.outcome) for record in records if record.is_scored and not record.correct)
     return {kind: kinds[kind] for kind in WRONG_ANSWER_KINDS if kinds[kind]}
+
+
+QUERIED_AGAIN = "queried again"
+NO_QUERY_AFTER = "no query after it"
+
+
+def after_refused_query(records: list[QuestionRecord]) -> dict[str, int]:
+    """The scored episodes with a refused query, by whether they queried again after it: a model that never does
+    cannot recover from its own SQL mistakes, and GRPO cannot reinforce a retry its groups never try."""
+    outcomes = [record.outcome for record in records if record.is_scored]
+    counts = Counter(QUERIED_AGAIN if outcome.queried_after_refusal else NO_QUERY_AFTER
+                     for outcome in outcomes if outcome.refused_query)
+    return {kind: counts[kind] for kind in (QUERIED_AGAIN, NO_QUERY_AFTER) if counts[kind]}
 
 
 def wrong_sql_kinds(records: list[QuestionRecord]) -> dict[str, int]:

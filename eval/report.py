@@ -6,12 +6,14 @@ report.json:
     counts        questions, scored, skipped, skipped_by_reason
     by_hardness   easy/medium/hard/extra/overall -> n, correct, accuracy, exact_text_accuracy (right by the
                   exact text asked for, without the relaxed matching), mean_steps, mean_steps_correct,
-                  post_episode_calls (per episode), answered (share), tool_error_rate, mean_reward
+                  post_episode_calls (per episode), answered (share), tool_error_rate, mean_reward,
+                  requery_after_refusal (of the episodes with a refused query, the share that queried again)
     stop_reasons  how scored episodes ended on the agent's side
     wrong_answer_kinds  the wrong ones by why (episode_stats.WRONG_ANSWER_KINDS): a gold result their own query
                   found and the answer then lost, or SQL that never returned the gold result
     wrong_sql_kinds  that SQL by how it missed (episode_stats.WRONG_SQL_KINDS): its last query read other tables
                   than the gold query, or the gold tables with no rows or another result
+    after_refused_query  the episodes with a refused query, by whether they queried again after it
     timing        elapsed_s, episodes_per_second, and for a model: generation (its generate calls, their
                   seconds, mean batch, decode steps, idle_decode_share: row-steps spent on rows already done)
     questions     one record per question (eval.runner.QuestionRecord): db_id, question, hardness,
@@ -62,6 +64,7 @@ def build_report(records: list[QuestionRecord], *, settings: dict[str, Any], ela
         "stop_reasons": metrics.stop_reasons(records),
         "wrong_answer_kinds": metrics.wrong_answer_kinds(records),
         "wrong_sql_kinds": metrics.wrong_sql_kinds(records),
+        "after_refused_query": metrics.after_refused_query(records),
         "timing": {
             "elapsed_s": round(elapsed_s, 3),
             "episodes_per_second": round(scored / elapsed_s, 3) if elapsed_s > 0 else None,
@@ -124,8 +127,8 @@ def markdown_table(by_hardness: dict[str, dict[str, Any]]) -> str:
     """The by-hardness numbers as a Markdown table (also what the command line prints)."""
     lines = [
         ("| hardness | n | accuracy | exact-text accuracy | mean steps | steps when correct "
-         "| post-episode calls / episode | answered | tool error rate |"),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+         "| post-episode calls / episode | answered | tool error rate | queried again after a refused query |"),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for group, stats in by_hardness.items():
         # exact-text accuracy: reports written before it was measured have none
@@ -133,7 +136,8 @@ def markdown_table(by_hardness: dict[str, dict[str, Any]]) -> str:
             f"| {group} | {stats['n']} | {_percent(stats['accuracy'])} "
             f"| {_percent(stats.get('exact_text_accuracy'))} | {_number(stats['mean_steps'])} "
             f"| {_number(stats['mean_steps_correct'])} | {_number(stats['post_episode_calls'], 3)} "
-            f"| {_percent(stats['answered'])} | {_percent(stats['tool_error_rate'])} |"
+            f"| {_percent(stats['answered'])} | {_percent(stats['tool_error_rate'])} "
+            f"| {_percent(stats.get('requery_after_refusal'))} |"
         )
     return "\n".join(lines)
 

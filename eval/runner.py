@@ -29,7 +29,7 @@ from agent_env import (
     StepRecord,
     max_tool_calls,
 )
-from episode_stats import EpisodeOutcome, episode_outcome, wrong_sql_kind
+from episode_stats import EpisodeOutcome, episode_outcome, refusal_and_requery, wrong_sql_kind
 from policies import (
     Policy,
     ToolCall,
@@ -126,7 +126,9 @@ class QuestionRecord:
         return EpisodeOutcome(is_correct=self.correct, is_exact_text=self.correct_exact_text, answered=self.answered,
                               tool_calls=self.steps, post_episode_calls=self.post_episode_calls,
                               failed_calls=self.tool_errors, unknown_tool_calls=self.unknown_tool_calls,
-                              saw_gold_result=self.saw_gold_result, executed_queries=self.executed_queries)
+                              saw_gold_result=self.saw_gold_result, executed_queries=self.executed_queries,
+                              **refusal_and_requery((call["tool"], call["error"] is not None)
+                                                    for call in self.tool_calls if not call["after_episode"]))
 
     @property
     def calls_in_episode(self) -> int:

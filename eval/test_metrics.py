@@ -76,3 +76,17 @@ def test_wrong_answers_are_told_apart_by_what_their_queries_returned() -> None:
         "no query returned the gold result": 2}
     assert metrics.wrong_answer_kinds(records[:1]) == {}
 
+
+
+def test_the_share_that_queried_again_after_a_refused_query_counts_refused_episodes_only() -> None:
+    def call(tool: str, error: str | None = None, after_episode: bool = False) -> dict:
+        return {"tool": tool, "arguments": {}, "output": "", "error": error, "after_episode": after_episode}
+
+    refused = call("query", "SQLite error: no such column: nme")
+    records = [record(tool_calls=[refused, call("query"), call("answer")]),  # queried again
+               record(tool_calls=[refused, call("answer"), call("query", after_episode=True)]),  # too late
+               record(tool_calls=[call("query"), call("answer")])]  # nothing refused: not counted
+    assert metrics.group_stats(records).requery_after_refusal == pytest.approx(1 / 2)
+    assert metrics.group_stats(records[2:]).requery_after_refusal is None
+    assert metrics.after_refused_query(records) == {"queried again": 1, "no query after it": 1}
+    assert metrics.after_refused_query(records[2:]) == {}

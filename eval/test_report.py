@@ -41,13 +41,14 @@ def read_like_spider(path: Path) -> list[list[str]]:
 def test_report_json_has_the_documented_keys(written: dict[str, Path]) -> None:
     report = json.loads(written["report.json"].read_text())
     assert list(report) == ["settings", "counts", "by_hardness", "stop_reasons", "wrong_answer_kinds",
-                            "wrong_sql_kinds", "timing", "questions"]
+                            "wrong_sql_kinds", "after_refused_query", "timing", "questions"]
     assert report["wrong_answer_kinds"] == {"no query ran": 1, "no query returned the gold result": 1}
     assert report["wrong_sql_kinds"] == {"gold tables, no rows": 1}
     assert report["counts"] == {"questions": 4, "scored": 3, "skipped": 1, "skipped_by_reason": {"gold query fails": 1}}
     assert list(report["by_hardness"]) == ["easy", "medium", "hard", "extra", "overall"]
     overall = report["by_hardness"]["overall"]
-    for key in ("n", "accuracy", "mean_steps", "post_episode_calls", "answered", "tool_error_rate"):
+    for key in ("n", "accuracy", "mean_steps", "post_episode_calls", "answered", "tool_error_rate",
+                "requery_after_refusal"):
         assert key in overall
     assert overall["n"] == 3 and overall["accuracy"] == pytest.approx(1 / 3)
     assert report["by_hardness"]["extra"]["accuracy"] is None

@@ -292,6 +292,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         # why the wrong answers were wrong (eval/metrics.py; absent from reports before 2026-12-04b)
         "wrong_answer_kinds": report.get("wrong_answer_kinds"),
         "wrong_sql_kinds": report.get("wrong_sql_kinds"),
+        # the episodes with a refused query, by whether they queried again (absent from reports before 2026-12-05d)
+        "after_refused_query": report.get("after_refused_query"),
         "generation": report["timing"].get("generation", {}),
         # what a format defect looks like: the last turn of the first few episodes that ended on a tool call the
         # parser could not read (seed 27's easy adapter ended 38 held-out episodes so, unseen in any other seed)
@@ -339,6 +341,7 @@ def questions_digest(questions: list[dict[str, Any]]) -> str:
 
 CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_episode_calls", "episode/accuracy",
               "episode/accuracy_exact_text", "episode/gold_seen_wrong", "episode/unreadable_call_end",
+              "episode/requery_after_refusal",
               "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib", "rollout/generation_s",
               "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens",
               "rollout/episodes_per_s",

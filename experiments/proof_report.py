@@ -584,6 +584,12 @@ def wrong_sql_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     return held_out_counts_table(results, "wrong_sql_kinds")
 
 
+def refused_query_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Per arm, the held-out episodes with a refused query by whether they queried again (eval's
+    after_refused_query): what a recovering warm-up is meant to change."""
+    return held_out_counts_table(results, "after_refused_query")
+
+
 def stop_reason_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Per arm, how the held-out episodes ended (eval's stop_reasons): a rise of malformed_tool_call is a format
     defect, which a seed's adapters can carry from phase to phase."""
@@ -827,6 +833,9 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
          "How the held-out episodes ended, as shares of the episodes: no_tool_call is a turn without a call (the "
          "answer, or giving up), malformed_tool_call a call block the parser could not read, truncated a turn cut at "
          "the token budget:"),
+        (refused_query_table(results), "episodes",
+         "What the held-out episodes did after SQLite (or the environment) refused one of their queries, as shares of "
+         "those episodes: sent another query, or answered (or stopped) without one:"),
     ]
     for (columns, rows), counted, intro in counts_tables:
         if rows:

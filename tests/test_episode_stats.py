@@ -10,8 +10,8 @@ import pytest
 from agent_env import EpisodeRecord, SQLEnv, StepRecord
 from episode_stats import (GOLD_NOT_SEEN, GOLD_SEEN_ANSWERED_WRONG, GOLD_SEEN_NO_ANSWER, NO_QUERY_RAN,
                            SQL_NO_ROWS, SQL_OTHER_RESULT, SQL_OTHER_TABLES, SQL_UNPARSED, EpisodeOutcome,
-                           ended_on_unreadable_call, episode_outcome, episode_stats, wrong_answer_kind,
-                           wrong_sql_kind)
+                           ended_on_unreadable_call, episode_outcome, episode_stats, refusal_and_requery,
+                           wrong_answer_kind, wrong_sql_kind)
 from tests.helpers import make_shop_database, shop_row
 
 
@@ -51,6 +51,37 @@ def test_an_episode_that_ended_on_a_call_the_parser_could_not_read_is_counted() 
     assert episode_stats([]).unreadable_call_end is None
 
 
+def test_a_refused_query_counts_as_retried_only_when_another_query_follows_it(tmp_path: Path) -> None:
+    assert refusal_and_requery([("query", True), ("answer", False)]) == {"refused_query": True,
+                                                                         "queried_after_refusal": False}
+    assert refusal_and_requery([("describe", True), ("query", False), ("answer", False)])["refused_query"] is False
+    assert refusal_and_requery([("query", True), ("describe", False), ("query", True)])["queried_after_refusal"]
+    assert refusal_and_requery([]) == {"refused_query": False, "queried_after_refusal": False}
+    shop = make_shop_database(tmp_path / "shop.sqlite")
+    gold = "SELECT name FROM customer WHERE city = 'London'"
+
+    def episode(*queries: str) -> EpisodeRecord:
+        env = SQLEnv()
+        env.reset(**shop_row(shop, "Who lives in London?", gold))
+        for sql in queries:
+            try:
+                env.query(sql=sql)
+            except ValueError:  # a refused query: TRL hands its error to the model
+                pass
+        env.answer("Ada")
+        with pytest.raises(ValueError, match="Episode is over"):
+            env.query(sql=gold)  # after the episode: not a retry
+        return env.episode
+
+    outcomes = [episode_outcome(episode("SELECT nme FROM customer", gold), []),  # refused, then queried again
+                episode_outcome(episode("SELECT nme FROM customer"), []),  # refused, then answered
+                episode_outcome(episode(gold), [])]  # never refused: not counted
+    assert [(outcome.refused_query, outcome.queried_after_refusal) for outcome in outcomes] == [
+        (True, True), (True, False), (False, False)]
+    assert episode_stats(outcomes).requery_after_refusal == pytest.approx(1 / 2)
+    assert episode_stats(outcomes[2:]).requery_after_refusal is None  # nothing was refused: nothing measured
+
+
 def test_sql_that_missed_the_gold_result_is_told_apart_by_its_last_query_that_ran(tmp_path: Path) -> None:
     shop = make_shop_database(tmp_path / "shop.sqlite")
     gold = "SELECT name FROM customer WHERE city = 'London'"
@@ -82,3 +113,32 @@ def test_sql_that_missed_the_gold_result_is_told_apart_by_its_last_query_that_ra
     unparsed = EpisodeRecord(gold_sql=gold, executed_queries=1)
     unparsed.steps.append(StepRecord("query", {"sql": "SELECT (((("}, output="x"))
     assert wrong_sql_kind(unparsed) == SQL_UNPARSED
+
+
+def test_training_logs_the_requery_share_only_for_steps_that_had_a_refused_query(tmp_path: Path) -> None:
+    from training_logs import RolloutLogger
+
+    shop = make_shop_database(tmp_path / "shop.sqlite")
+    gold = "SELECT name FROM customer WHERE city = 'London'"
+
+    def environment(*queries: str) -> SQLEnv:
+        env = SQLEnv()
+        env.reset(**shop_row(shop, "Who lives in London?", gold))
+        for sql in queries:
+            try:
+                env.query(sql=sql)
+            except ValueError:
+                pass
+        env.answer(value="Ada")
+        return env
+
+    def logged(*environments: SQLEnv) -> dict[str, float]:
+        metrics: dict[str, float] = {}
+        logger = RolloutLogger(tmp_path, group_size=len(environments), rollouts_per_step=0)
+        logger.episode_metrics([[]] * len(environments), [[]] * len(environments), list(environments),
+                               log_metric=metrics.__setitem__)
+        return metrics
+
+    step = logged(environment("SELECT nme FROM customer", gold), environment("SELECT nme FROM customer"))
+    assert step["episode/requery_after_refusal"] == pytest.approx(1 / 2)
+    assert "episode/requery_after_refusal" not in logged(environment(gold), environment(gold))  # nothing to measure

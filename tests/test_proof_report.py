@@ -463,3 +463,15 @@ def test_what_a_phase_did_on_its_own_groups_reads_the_first_and_last_fifth_of_it
             "sft/seed1/epoch": {"arm": "sft", "seed": 1, "scale": "epoch", "curves": [{"loss": 1.0}]}}
     assert proof_report.sharpening_rows({"runs": runs}) == [
         "| easy@epoch | 2 | 10 | 45.0% ± 7.1 -> 65.0% ± 7.1 | 70.0% ± 0.0 -> 80.0% ± 0.0 |"]  # no row for sft
+
+
+def test_the_report_shows_what_held_out_episodes_did_after_a_refused_query(tmp_path: Path) -> None:
+    def run(arm: str, counts: dict[str, int] | None) -> dict:
+        heldout = _heldout(0.4) | ({"after_refused_query": counts} if counts is not None else {})
+        return {"arm": arm, "seed": 1, "scale": "epoch", "seconds": 60.0, "model": "/tmp/qc", "commit": "abc",
+                "commands": [], "evals": {"heldout": heldout}}
+
+    runs = {"sft/seed1/epoch": run("sft", {"no query after it": 3, "queried again": 1}),
+            "easy/seed1/epoch": run("easy", None)}  # evaluated before it was counted: no row
+    assert proof_report.refused_query_table({"runs": runs}) == (
+        ["no query after it", "queried again"], ["| sft@epoch | 1 | 4 | 75.0% | 25.0% |"])
