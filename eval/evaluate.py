@@ -31,7 +31,7 @@ from eval.report import build_report
 from eval.runner import BatchPolicy, play_split
 from eval.vllm_policy import MISSING_VLLM, load_vllm_policy, vllm_available
 from policies import SCRIPTED_POLICIES, Policy, make_policy
-from spider_data import BUILTIN_DATA_DIR, SPLIT_FILES, SpiderSplit, load_split
+from spider_data import BUILTIN_DATA_DIR, SPLIT_FILES, SpiderSplit, load_split, parse_hardness
 from sql_structure import Hardness
 
 BACKENDS = ("transformers", "unsloth", "vllm")
@@ -97,10 +97,9 @@ class EvalSettings:
             checkpoint_kind(self.checkpoint)  # raises CheckpointError, saying what is wrong
         if self.split not in SPLIT_FILES:
             raise ValueError(f"unknown split {self.split!r}; choose {' or '.join(SPLIT_FILES)}")
-        valid_hardness = [hardness.value for hardness in Hardness]
-        unknown = [name for name in self.hardness or [] if name not in valid_hardness]
-        if unknown:
-            raise ValueError(f"unknown hardness {', '.join(unknown)}; choose from {', '.join(valid_hardness)}")
+        if self.hardness is not None:  # read as the data loader reads it (any case), in Spider's order
+            chosen = parse_hardness(self.hardness) or set()
+            self.hardness = [hardness.value for hardness in Hardness if hardness in chosen]
         for name in ("limit", "step_budget", "batch_size", "max_new_tokens", "first_round_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:

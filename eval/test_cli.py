@@ -118,3 +118,11 @@ def test_a_second_split_plays_with_the_model_already_loaded(tiny_model_dir: Path
     again = cli.run([*common, "--split", "train", "--out", str(tmp_path / "train")], policy=policy)
     assert again is policy and loaded == ["dev"]  # the checkpoint loaded once for both splits
     assert json.loads((tmp_path / "train" / "report.json").read_text())["counts"]["scored"] == 1
+
+
+def test_hardness_names_are_read_as_the_data_loader_reads_them() -> None:
+    from eval.evaluate import EvalSettings
+
+    assert EvalSettings(policy="oracle", hardness=["Medium", "easy", "EASY"]).hardness == ["easy", "medium"]
+    with pytest.raises(ValueError, match="unknown hardness 'eazy'; choose from easy, medium, hard, extra"):
+        EvalSettings(policy="oracle", hardness=["eazy"])
