@@ -51,6 +51,23 @@ def test_an_episode_that_ended_on_a_call_the_parser_could_not_read_is_counted() 
     assert episode_stats([]).unreadable_call_end is None
 
 
+LONDON = "SELECT name FROM customer WHERE city = 'London'"
+
+
+def answered_after(shop: Path, *queries: str) -> SQLEnv:
+    """An episode on the shop database that sent ``queries`` (a refused one raises, as TRL hands it to the model)
+    and then answered."""
+    env = SQLEnv()
+    env.reset(**shop_row(shop, "Who lives in London?", LONDON))
+    for sql in queries:
+        try:
+            env.query(sql=sql)
+        except ValueError:
+            pass
+    env.answer(value="Ada")
+    return env
+
+
 def test_a_refused_query_counts_as_retried_only_when_another_query_follows_it(tmp_path: Path) -> None:
     assert refusal_and_requery([("query", True), ("answer", False)]) == {"refused_query": True,
                                                                          "queried_after_refusal": False}
@@ -58,24 +75,16 @@ def test_a_refused_query_counts_as_retried_only_when_another_query_follows_it(tm
     assert refusal_and_requery([("query", True), ("describe", False), ("query", True)])["queried_after_refusal"]
     assert refusal_and_requery([]) == {"refused_query": False, "queried_after_refusal": False}
     shop = make_shop_database(tmp_path / "shop.sqlite")
-    gold = "SELECT name FROM customer WHERE city = 'London'"
 
     def episode(*queries: str) -> EpisodeRecord:
-        env = SQLEnv()
-        env.reset(**shop_row(shop, "Who lives in London?", gold))
-        for sql in queries:
-            try:
-                env.query(sql=sql)
-            except ValueError:  # a refused query: TRL hands its error to the model
-                pass
-        env.answer("Ada")
+        env = answered_after(shop, *queries)
         with pytest.raises(ValueError, match="Episode is over"):
-            env.query(sql=gold)  # after the episode: not a retry
+            env.query(sql=LONDON)  # after the episode: not a retry
         return env.episode
 
-    outcomes = [episode_outcome(episode("SELECT nme FROM customer", gold), []),  # refused, then queried again
+    outcomes = [episode_outcome(episode("SELECT nme FROM customer", LONDON), []),  # refused, then queried again
                 episode_outcome(episode("SELECT nme FROM customer"), []),  # refused, then answered
-                episode_outcome(episode(gold), [])]  # never refused: not counted
+                episode_outcome(episode(LONDON), [])]  # never refused: not counted
     assert [(outcome.refused_query, outcome.queried_after_refusal) for outcome in outcomes] == [
         (True, True), (True, False), (False, False)]
     assert episode_stats(outcomes).requery_after_refusal == pytest.approx(1 / 2)
@@ -119,18 +128,6 @@ def test_training_logs_the_requery_share_only_for_steps_that_had_a_refused_query
     from training_logs import RolloutLogger
 
     shop = make_shop_database(tmp_path / "shop.sqlite")
-    gold = "SELECT name FROM customer WHERE city = 'London'"
-
-    def environment(*queries: str) -> SQLEnv:
-        env = SQLEnv()
-        env.reset(**shop_row(shop, "Who lives in London?", gold))
-        for sql in queries:
-            try:
-                env.query(sql=sql)
-            except ValueError:
-                pass
-        env.answer(value="Ada")
-        return env
 
     def logged(*environments: SQLEnv) -> dict[str, float]:
         metrics: dict[str, float] = {}
@@ -139,6 +136,7 @@ def test_training_logs_the_requery_share_only_for_steps_that_had_a_refused_query
                                log_metric=metrics.__setitem__)
         return metrics
 
-    step = logged(environment("SELECT nme FROM customer", gold), environment("SELECT nme FROM customer"))
+    refused = "SELECT nme FROM customer"
+    step = logged(answered_after(shop, refused, LONDON), answered_after(shop, refused))
     assert step["episode/requery_after_refusal"] == pytest.approx(1 / 2)
-    assert "episode/requery_after_refusal" not in logged(environment(gold), environment(gold))  # nothing to measure
+    assert "episode/requery_after_refusal" not in logged(answered_after(shop, LONDON), answered_after(shop, LONDON))
