@@ -49,6 +49,8 @@ PLOTTED_METRICS = {
     "episode/accuracy": "training accuracy",
     "episode/answered": "episodes that answered",
     "episode/tool_calls": "tool calls per episode",
+    "episode/requery_after_refusal": "queried again after a refused query",  # steps that had a refused query
+    "rollout/episodes_per_s": "episodes per second",
 }
 
 

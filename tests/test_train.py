@@ -1311,3 +1311,22 @@ def test_the_embedded_model_warms_up_every_weight_and_another_fetched_model_a_lo
     warmed = embedded.embedded_warmup_model(agent, grpo, explicit, train.load_model)
     assert (warmed / "config.json").is_file() and not (warmed / "adapter_config.json").exists()  # merged, whole
     assert (warmed.parent / output_folders.ADAPTER_DIRNAME / "adapter_config.json").is_file()  # the LoRA it came from
+
+
+def test_the_curves_show_the_requery_share_and_speed_where_a_run_logged_them(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.figure import Figure
+
+    from training_logs import PLOTTED_METRICS, plot_training_curves
+
+    saved: list[Figure] = []
+    savefig = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: (saved.append(figure),
+                                                                           savefig(figure, *args, **kwargs)))
+    history = [{"step": 1, "reward": 0.1, "episode/requery_after_refusal": 0.0},
+               {"step": 2, "reward": 0.3, "rollout/episodes_per_s": 4.0},  # a step without a refused query
+               {"step": 3, "reward": 0.4, "episode/requery_after_refusal": 0.5, "rollout/episodes_per_s": 5.0}]
+    plot_training_curves(history, tmp_path / "curves.png")
+    titles = {axis.get_title() for axis in saved[0].axes if axis.get_visible()}
+    assert titles == {PLOTTED_METRICS[key] for key in ("reward", "episode/requery_after_refusal",
+                                                       "rollout/episodes_per_s")}
