@@ -29,6 +29,9 @@
 #                  one after the other in one process (benchmarks/eval_generation.py); figures to
 #                  $OUT/eval-generation-RUN.json (RUN: the adapter's run folder, e.g. sft-seed28); here, an arm the
 #                  proof trained only gets it as its held-out eval: learning_proof.py --add-heldout sft/seed28/epoch FILE
+#   eval-cores ADAPTER  the held-out eval of ADAPTER with each decode attention core (the grouped one, training's and
+#                  now the eval's; then Unsloth's own call, which the eval ran before 2026-12-05d), each its own
+#                  process: seconds and accuracy side by side, $OUT/ecore-RUN-CORE.json (report.json) and .log
 #   veval ADAPTER  the held-out eval of ADAPTER through vLLM (python -m eval --backend vllm; after vinstall), then
 #                  through Unsloth: seconds and accuracy side by side, $OUT/veval-RUN-BACKEND.json (report.json)
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
@@ -224,6 +227,20 @@ case "$stage" in
       cp "$runs/veval-$run-$backend/report.json" "$out/veval-$run-$backend.json" 2>/dev/null || true
       echo "$backend: $(grep -E "^[0-9.]+ s; report" "$out/veval-$run-$backend.log" || tail -3 "$out/veval-$run-$backend.log")"
       grep -E "^\| overall" "$out/veval-$run-$backend.log" || true
+    done
+    ;;
+  eval-cores)
+    run=$(basename "$(dirname "$(dirname "$1")")")
+    for core in grouped unsloth; do
+      flags=""
+      [ "$core" = unsloth ] && flags=--no-grouped-decode-attention
+      # shellcheck disable=SC2086
+      python3 -m eval --checkpoint "$1" --data-dir "$work/data" --split dev --max-new-tokens 256 --no-progress \
+        $flags --out "$runs/ecore-$run-$core" > "$out/ecore-$run-$core.log" 2>&1 \
+        || echo "python -m eval ($core core) exited with $?"
+      cp "$runs/ecore-$run-$core/report.json" "$out/ecore-$run-$core.json" 2>/dev/null || true
+      echo "$core: $(grep -E "^[0-9.]+ s; report" "$out/ecore-$run-$core.log" || tail -3 "$out/ecore-$run-$core.log")"
+      grep -E "^\| overall" "$out/ecore-$run-$core.log" || true
     done
     ;;
   proof)

@@ -210,3 +210,27 @@ def test_the_carry_is_prepared_in_one_command_and_a_wrong_model_or_missing_spide
     assert wrong.returncode == 2 and "usage:" in wrong.stderr
     missing = prepare(SPIDER_DIR=str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "no Spider data at" in missing.stderr
+
+
+def test_eval_cores_runs_the_held_out_eval_once_with_each_attention_core(tmp_path: Path) -> None:
+    """eval-cores: two processes, the grouped core then Unsloth's own call (its flag), each report brought back under
+    the core's name. A stand-in python3 records each command line and writes the report eval would."""
+    bin_dir, out = tmp_path / "bin", tmp_path / "out"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "python3"
+    stand_in.write_text('#!/usr/bin/env bash\necho "$*" >> "$CALLS"\n'
+                        'while [ $# -gt 0 ]; do [ "$1" = --out ] && folder=$2; shift; done\n'
+                        'mkdir -p "$folder" && echo "{}" > "$folder/report.json"\n'
+                        'echo "1.5 s; report in $folder/report.md"\necho "| overall | 614 | 40.0% |"\n')
+    stand_in.chmod(0o755)
+    calls = tmp_path / "calls.txt"
+    env = os.environ | {"OUT": str(out), "RUNS_DIR": str(tmp_path / "lp"), "CALLS": str(calls),
+                        "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(SCRIPT), "eval-cores", "/tmp/lp/sft-4x-seed29/sft/adapter"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    grouped, unsloth = calls.read_text().splitlines()
+    assert "--no-grouped-decode-attention" not in grouped and "--no-grouped-decode-attention" in unsloth
+    assert "grouped: 1.5 s; report in" in done.stdout and "unsloth: 1.5 s; report in" in done.stdout
+    assert sorted(path.name for path in out.glob("*.json")) == ["ecore-sft-4x-seed29-grouped.json",
+                                                                 "ecore-sft-4x-seed29-unsloth.json"]
