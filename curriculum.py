@@ -15,8 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from spider_data import parse_hardness
-from sql_structure import Hardness
+from spider_data import hardness_names
 
 
 @dataclass(frozen=True)
@@ -61,15 +60,13 @@ def _parse_phase(entry: object, where: str) -> Phase:
     if not isinstance(hardness, list) or not hardness:
         raise ValueError(f"{where}: hardness must be a list such as [easy, medium], got {hardness!r}")
     try:
-        classes = parse_hardness(hardness)
+        names = tuple(hardness_names(hardness))  # Spider's order, whatever order the file lists them in
     except ValueError as error:
         raise ValueError(f"{where} ({entry['name']!r}): {error}") from None
     epochs = entry["epochs"]
     if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or epochs <= 0:
         raise ValueError(f"{where} ({entry['name']!r}): epochs must be a number above 0, got {epochs!r}")
     start_from = entry.get("start_from")
-    # Spider's order (easy first), whatever order the file lists them in, each class once
-    names = tuple(hardness_class.value for hardness_class in Hardness if hardness_class in (classes or ()))
     return Phase(name=str(entry["name"]), hardness=names, epochs=float(epochs),
                  start_from=None if start_from is None else str(start_from))
 

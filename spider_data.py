@@ -226,6 +226,13 @@ def parse_hardness(values: Iterable[str | Hardness] | None) -> set[Hardness] | N
     return chosen
 
 
+def hardness_names(values: Iterable[str | Hardness]) -> list[str]:
+    """Hardness names (any case) as Spider's class names, in Spider's order (easy first), each once; ValueError naming
+    an unknown one (parse_hardness)."""
+    chosen = parse_hardness(values) or set()
+    return [hardness.value for hardness in Hardness if hardness in chosen]
+
+
 def load_split(
     data_dir: str | Path = BUILTIN_DATA_DIR,
     split: str = "train",

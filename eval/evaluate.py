@@ -31,8 +31,7 @@ from eval.report import build_report
 from eval.runner import BatchPolicy, play_split
 from eval.vllm_policy import MISSING_VLLM, load_vllm_policy, vllm_available
 from policies import SCRIPTED_POLICIES, Policy, make_policy
-from spider_data import BUILTIN_DATA_DIR, SPLIT_FILES, SpiderSplit, load_split, parse_hardness
-from sql_structure import Hardness
+from spider_data import BUILTIN_DATA_DIR, SPLIT_FILES, SpiderSplit, hardness_names, load_split
 
 BACKENDS = ("transformers", "unsloth", "vllm")
 GENERATION_MODES = ("padded", "rounds", "continuous")
@@ -98,8 +97,7 @@ class EvalSettings:
         if self.split not in SPLIT_FILES:
             raise ValueError(f"unknown split {self.split!r}; choose {' or '.join(SPLIT_FILES)}")
         if self.hardness is not None:  # read as the data loader reads it (any case), in Spider's order
-            chosen = parse_hardness(self.hardness) or set()
-            self.hardness = [hardness.value for hardness in Hardness if hardness in chosen]
+            self.hardness = hardness_names(self.hardness)
         for name in ("limit", "step_budget", "batch_size", "max_new_tokens", "first_round_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -127,6 +127,17 @@ check_pieces() {  # check_pieces DIR SUMS LABEL: every piece SUMS (in DIR) names
   if [ -n "$missing" ]; then echo "$3: waiting for $missing"; exit 0; fi
   (cd "$1" && sha256sum --check --quiet "$2") || { echo "$3: a piece is damaged" >&2; exit 1; }
 }
+heldout_eval() {  # heldout_eval ADAPTER NAME LABEL [FLAGS...]: python -m eval of ADAPTER on the held-out part, its
+  # report.json and log to $OUT as NAME.json and NAME.log (an eval writes five files; a call returns 8), then its
+  # seconds and overall line after LABEL
+  local adapter=$1 name=$2 label=$3
+  shift 3
+  python3 -m eval --checkpoint "$adapter" --data-dir "$work/data" --split dev --max-new-tokens 256 --no-progress \
+    "$@" --out "$runs/$name" > "$out/$name.log" 2>&1 || echo "python -m eval $* exited with $?"
+  cp "$runs/$name/report.json" "$out/$name.json" 2>/dev/null || true
+  echo "$label: $(grep -E "^[0-9.]+ s; report" "$out/$name.log" || tail -3 "$out/$name.log")"
+  grep -E "^\| overall" "$out/$name.log" || true
+}
 queue_behind() {  # queue_behind NAME AS SCRIPT: once run NAME ends, SCRIPT in the background as run AS
   mkdir -p $runs/extras
   setsid nohup bash -c "
@@ -218,30 +229,15 @@ case "$stage" in
   veval)
     # The held-out eval of one adapter through vLLM, then through Unsloth's native path (rounds), each its own
     # process (vLLM takes a share of the GPU for its cache): seconds and accuracy side by side (issue 32).
-    # Each eval writes five files; the device returns 8 a call: its report.json and log come back, the rest stays.
     run=$(basename "$(dirname "$(dirname "$1")")")
     for backend in vllm unsloth; do
-      python3 -m eval --checkpoint "$1" --backend "$backend" --data-dir "$work/data" --split dev --max-new-tokens 256 \
-        --no-progress --out "$runs/veval-$run-$backend" > "$out/veval-$run-$backend.log" 2>&1 \
-        || echo "python -m eval --backend $backend exited with $?"
-      cp "$runs/veval-$run-$backend/report.json" "$out/veval-$run-$backend.json" 2>/dev/null || true
-      echo "$backend: $(grep -E "^[0-9.]+ s; report" "$out/veval-$run-$backend.log" || tail -3 "$out/veval-$run-$backend.log")"
-      grep -E "^\| overall" "$out/veval-$run-$backend.log" || true
+      heldout_eval "$1" "veval-$run-$backend" "$backend" --backend "$backend"
     done
     ;;
   eval-cores)
     run=$(basename "$(dirname "$(dirname "$1")")")
-    for core in grouped unsloth; do
-      flags=""
-      [ "$core" = unsloth ] && flags=--no-grouped-decode-attention
-      # shellcheck disable=SC2086
-      python3 -m eval --checkpoint "$1" --data-dir "$work/data" --split dev --max-new-tokens 256 --no-progress \
-        $flags --out "$runs/ecore-$run-$core" > "$out/ecore-$run-$core.log" 2>&1 \
-        || echo "python -m eval ($core core) exited with $?"
-      cp "$runs/ecore-$run-$core/report.json" "$out/ecore-$run-$core.json" 2>/dev/null || true
-      echo "$core: $(grep -E "^[0-9.]+ s; report" "$out/ecore-$run-$core.log" || tail -3 "$out/ecore-$run-$core.log")"
-      grep -E "^\| overall" "$out/ecore-$run-$core.log" || true
-    done
+    heldout_eval "$1" "ecore-$run-grouped" grouped
+    heldout_eval "$1" "ecore-$run-unsloth" unsloth --no-grouped-decode-attention
     ;;
   proof)
     prepare_model
