@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from prompt import first_observation
 from sql_structure import SQLStructureError, orders_result, tables_used
-from sqlite_readonly import DEFAULT_TIMEOUT_S, QueryResult, ReadOnlyDatabase
+from sqlite_readonly import DEFAULT_TIMEOUT_S, DatabaseError, QueryResult, ReadOnlyDatabase
 from verifier import format_answer, format_cell, matches_exact_text, verify_answer
 
 DEFAULT_STEP_BUDGET = 10
@@ -37,6 +37,7 @@ MAX_RESULT_ROWS = 20
 MAX_RESULT_CHARS = 1_200
 SAMPLE_ROWS = 3
 MAX_ANSWER_CHARS = 20_000
+MAX_HINT_COLUMNS = 40  # of one table, in a refused query's error
 
 CORRECT_ANSWER_REWARD = 1.0
 POST_EPISODE_PENALTY = 0.1
@@ -58,6 +59,34 @@ NO_EPISODE_MESSAGE = "No episode has started: call reset() with a dataset row fi
 # Methods of SQLEnv that are not tools (TRL's environment_factory exposes every other public method).
 NOT_TOOLS = frozenset({"reset", "get_reward"})
 NO_ROWS_NOTE = "no rows"  # what a query's output ends with when it returned no rows
+
+
+def schema_hint(error: str, sql: str, database: ReadOnlyDatabase) -> str:
+    """What a refused query's error needs for the next query to be fixed from it alone: the columns of the tables
+    the query reads after SQLite's "no such column", the database's tables after "no such table" ("" otherwise).
+    Held-out episodes of a 0.5B that were refused and queried again sent the same query in 117 of 138 (seed 29):
+    SQLite names the wrong column, not the right one."""
+    if "no such table" in error:
+        return f"; tables are: {', '.join(database.table_names())}"
+    if "no such column" not in error:
+        return ""
+    try:
+        named = tables_used(sql)
+    except SQLStructureError:
+        return ""
+    stored = {table.lower(): table for table in database.table_names()}
+    described = []
+    for table in (stored[name.lower()] for name in named if name.lower() in stored):
+        columns = [column for column, _ in database.columns(table)]
+        more = ", ..." if len(columns) > MAX_HINT_COLUMNS else ""
+        described.append(f"{table}({', '.join(columns[:MAX_HINT_COLUMNS])}{more})")
+    return f"; the tables it reads have these columns: {'; '.join(described)}" if described else ""
+
+
+def query_words(sql: object) -> list[str]:
+    """A query as its words: two queries with the same words (any spacing) are the same query, to the environment's
+    refusal of a resent one and to the statistics of what episodes did after a refusal alike."""
+    return str(sql).split()
 
 
 def returned_no_rows(output: str) -> bool:
@@ -298,9 +327,9 @@ class SQLEnv:
 
     def _error_of_an_identical_query(self, sql: str) -> str | None:
         """The error that the same query (same words, any spacing) earned earlier in this episode, if it did."""
-        words = sql.split()
+        words = query_words(sql)
         for step in self.episode.steps[:-1]:  # the last step is this call
-            if step.tool == "query" and step.error is not None and str(step.arguments.get("sql", "")).split() == words:
+            if step.tool == "query" and step.error is not None and query_words(step.arguments.get("sql", "")) == words:
                 return step.error
         return None
 
@@ -370,7 +399,10 @@ class SQLEnv:
         if earlier_error is not None:  # a small model, refused, tends to send the same query until its turns run out
             raise ValueError(f"this exact query was refused before ({earlier_error}); sending it again changes "
                              "nothing: change it first (describe(table) lists a table's columns)")
-        result = database.run_select(sql, max_rows=self.max_result_rows)
+        try:
+            result = database.run_select(sql, max_rows=self.max_result_rows)
+        except DatabaseError as error:
+            raise DatabaseError(f"{error}{schema_hint(str(error), sql, database)}") from None
         self.episode.executed_queries += 1
         assert self._gold is not None
         if not result.truncated and verify_answer(format_answer(result.rows), self._gold.rows, self._gold.ordered):

@@ -18,6 +18,7 @@ Training logs them every step (training_logs.py, metrics.jsonl) and the eval rep
     gold_seen_wrong      episode/gold_seen_wrong         wrong_answer_kinds' first two, as counts
     unreadable_call_end  episode/unreadable_call_end     stop_reasons' malformed_tool_call (and truncated calls)
     requery_after_refusal  episode/requery_after_refusal  requery_after_refusal
+    resend_after_refusal   episode/resend_after_refusal   resend_after_refusal
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_env import EpisodeRecord, returned_no_rows, unknown_tool_calls
+from agent_env import EpisodeRecord, query_words, returned_no_rows, unknown_tool_calls
 from chat_format import TOOL_CALL_START
 from sql_structure import SQLStructureError, tables_used
 
@@ -48,6 +49,7 @@ class EpisodeOutcome:
     ended_on_unreadable_call: bool = False
     refused_query: bool = False  # SQLite (or the environment) refused one of its in-episode queries
     queried_after_refusal: bool = False  # and it sent another query after the first refusal
+    resent_refused_query: bool = False  # and that next query was the refused one again (the same words)
 
     @property
     def calls(self) -> int:
@@ -69,23 +71,27 @@ def episode_outcome(episode: EpisodeRecord, messages: list[dict[str, Any]]) -> E
         saw_gold_result=episode.saw_gold_result,
         executed_queries=episode.executed_queries,
         ended_on_unreadable_call=ended_on_unreadable_call(messages),
-        **refusal_and_requery((step.tool, step.error is not None) for step in episode.steps if not step.after_episode),
+        **refusal_and_requery((step.tool, step.error is not None, step.arguments.get("sql", ""))
+                              for step in episode.steps if not step.after_episode),
     )
 
 
-def refusal_and_requery(calls: Iterable[tuple[str, bool]]) -> dict[str, bool]:
-    """Whether an episode's query was refused, and whether it queried again after the first refusal, from its
-    in-episode calls in order as (tool, failed). A small model, refused, tends to answer with the error instead
-    (seed 29: every held-out episode with a refused query did), and GRPO cannot reinforce a retry it never tries."""
-    refused = queried_again = False
-    for tool, failed in calls:
+def refusal_and_requery(calls: Iterable[tuple[str, bool, object]]) -> dict[str, bool]:
+    """Whether an episode's query was refused, whether it queried again after the first refusal, and whether that
+    next query was the refused one again, from its in-episode calls in order as (tool, failed, SQL argument). A small
+    model, refused, tends to answer with the error instead (seed 29: every held-out episode with a refused query
+    did), and GRPO cannot reinforce a retry it never tries; a warm-up that taught retrying taught resending the
+    same query as well (117 of 138 retries, seed 29)."""
+    refused_sql: object = None
+    for tool, failed, sql in calls:
         if tool != "query":
             continue
-        if refused:
-            queried_again = True
-            break
-        refused = failed
-    return {"refused_query": refused, "queried_after_refusal": queried_again}
+        if refused_sql is not None:
+            return {"refused_query": True, "queried_after_refusal": True,
+                    "resent_refused_query": query_words(sql) == query_words(refused_sql)}
+        if failed:
+            refused_sql = sql
+    return {"refused_query": refused_sql is not None, "queried_after_refusal": False, "resent_refused_query": False}
 
 
 def ended_on_unreadable_call(messages: list[dict[str, Any]]) -> bool:
@@ -162,6 +168,8 @@ class EpisodeStats:
     unreadable_call_end: float | None = None
     # of the episodes with a refused query, the share that queried again after it; None where none was refused
     requery_after_refusal: float | None = None
+    # of the episodes with a refused query, the share whose next query was the refused one again
+    resend_after_refusal: float | None = None
 
 
 def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
@@ -177,6 +185,8 @@ def episode_stats(outcomes: Sequence[EpisodeOutcome]) -> EpisodeStats:
         unreadable_call_end=mean([float(outcome.ended_on_unreadable_call) for outcome in outcomes]),
         requery_after_refusal=mean([float(outcome.queried_after_refusal) for outcome in outcomes
                                     if outcome.refused_query]),
+        resend_after_refusal=mean([float(outcome.resent_refused_query) for outcome in outcomes
+                                   if outcome.refused_query]),
     )
 
 

@@ -50,6 +50,7 @@ PLOTTED_METRICS = {
     "episode/answered": "episodes that answered",
     "episode/tool_calls": "tool calls per episode",
     "episode/requery_after_refusal": "queried again after a refused query",  # steps that had a refused query
+    "episode/resend_after_refusal": "sent the refused query again",  # the same steps
     "rollout/episodes_per_s": "episodes per second",
 }
 
@@ -196,8 +197,9 @@ class RolloutLogger(TrainerCallback):
         log_metric("episode/tool_error_rate", stats.tool_error_rate or 0.0)
         log_metric("episode/gold_seen_wrong", stats.gold_seen_wrong or 0.0)
         log_metric("episode/unreadable_call_end", stats.unreadable_call_end or 0.0)
-        if stats.requery_after_refusal is not None:  # only steps with a refused query measure it
+        if stats.requery_after_refusal is not None:  # only steps with a refused query measure these
             log_metric("episode/requery_after_refusal", stats.requery_after_refusal)
+            log_metric("episode/resend_after_refusal", stats.resend_after_refusal or 0.0)
         log_metric("episode/zero_advantage_groups", zero_advantage_share(rewards, self.group_size))
         all_solved, none_solved = solved_group_shares([episode.is_correct for episode in episodes], self.group_size)
         log_metric("episode/groups_all_correct", all_solved)

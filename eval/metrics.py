@@ -10,7 +10,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from episode_stats import WRONG_ANSWER_KINDS, WRONG_SQL_KINDS, episode_stats, mean, wrong_answer_kind
+from episode_stats import (WRONG_ANSWER_KINDS, WRONG_SQL_KINDS, EpisodeOutcome, episode_stats, mean,
+                           wrong_answer_kind)
 from eval.runner import QuestionRecord
 from spider_data import HARDNESS_ORDER
 
@@ -36,6 +37,8 @@ class GroupStats:
     mean_reward: float | None
     # of the episodes with a refused query, the share that queried again after it (None: no query was refused)
     requery_after_refusal: float | None = None
+    # of the same episodes, the share whose next query was the refused one again
+    resend_after_refusal: float | None = None
 
     def to_dict(self) -> dict[str, float | int | None]:
         return asdict(self)
@@ -58,6 +61,7 @@ def group_stats(records: Iterable[QuestionRecord]) -> GroupStats:
         tool_error_rate=stats.tool_error_rate,
         mean_reward=mean([record.reward for record in records]),
         requery_after_refusal=stats.requery_after_refusal,
+        resend_after_refusal=stats.resend_after_refusal,
     )
 
 
@@ -84,17 +88,25 @@ def wrong_answer_kinds(records: list[QuestionRecord]) -> dict[str, int]:
     return {kind: kinds[kind] for kind in WRONG_ANSWER_KINDS if kinds[kind]}
 
 
-QUERIED_AGAIN = "queried again"
 NO_QUERY_AFTER = "no query after it"
+RESENT = "the refused query again"
+CHANGED_WRONG = "a changed query, still wrong"
+CHANGED_RIGHT = "a changed query, then right"
 
 
 def after_refused_query(records: list[QuestionRecord]) -> dict[str, int]:
-    """The scored episodes with a refused query, by whether they queried again after it: a model that never does
-    cannot recover from its own SQL mistakes, and GRPO cannot reinforce a retry its groups never try."""
-    outcomes = [record.outcome for record in records if record.is_scored]
-    counts = Counter(QUERIED_AGAIN if outcome.queried_after_refusal else NO_QUERY_AFTER
-                     for outcome in outcomes if outcome.refused_query)
-    return {kind: counts[kind] for kind in (QUERIED_AGAIN, NO_QUERY_AFTER) if counts[kind]}
+    """The scored episodes with a refused query, by what their next query was: none (a model that never queries
+    again cannot recover from its own SQL mistakes, and GRPO cannot reinforce a retry its groups never try), the
+    refused query again, or a changed one, by whether the episode then ended right."""
+    def kind(outcome: EpisodeOutcome) -> str:
+        if not outcome.queried_after_refusal:
+            return NO_QUERY_AFTER
+        if outcome.resent_refused_query:
+            return RESENT
+        return CHANGED_RIGHT if outcome.is_correct else CHANGED_WRONG
+
+    counts = Counter(kind(record.outcome) for record in records if record.is_scored and record.outcome.refused_query)
+    return {name: counts[name] for name in (NO_QUERY_AFTER, RESENT, CHANGED_WRONG, CHANGED_RIGHT) if counts[name]}
 
 
 def wrong_sql_kinds(records: list[QuestionRecord]) -> dict[str, int]:

@@ -7,13 +7,15 @@ report.json:
     by_hardness   easy/medium/hard/extra/overall -> n, correct, accuracy, exact_text_accuracy (right by the
                   exact text asked for, without the relaxed matching), mean_steps, mean_steps_correct,
                   post_episode_calls (per episode), answered (share), tool_error_rate, mean_reward,
-                  requery_after_refusal (of the episodes with a refused query, the share that queried again)
+                  requery_after_refusal (of the episodes with a refused query, the share that queried again),
+                  resend_after_refusal (of those, the share whose next query was the refused one again)
     stop_reasons  how scored episodes ended on the agent's side
     wrong_answer_kinds  the wrong ones by why (episode_stats.WRONG_ANSWER_KINDS): a gold result their own query
                   found and the answer then lost, or SQL that never returned the gold result
     wrong_sql_kinds  that SQL by how it missed (episode_stats.WRONG_SQL_KINDS): its last query read other tables
                   than the gold query, or the gold tables with no rows or another result
-    after_refused_query  the episodes with a refused query, by whether they queried again after it
+    after_refused_query  the episodes with a refused query, by their next query: none, the refused one again, or
+                  a changed one (then right or still wrong)
     timing        elapsed_s, episodes_per_second, and for a model: generation (its generate calls, their
                   seconds, mean batch, decode steps, idle_decode_share: row-steps spent on rows already done)
     questions     one record per question (eval.runner.QuestionRecord): db_id, question, hardness,

@@ -127,7 +127,7 @@ class QuestionRecord:
                               tool_calls=self.steps, post_episode_calls=self.post_episode_calls,
                               failed_calls=self.tool_errors, unknown_tool_calls=self.unknown_tool_calls,
                               saw_gold_result=self.saw_gold_result, executed_queries=self.executed_queries,
-                              **refusal_and_requery((call["tool"], call["error"] is not None)
+                              **refusal_and_requery((call["tool"], call["error"] is not None, sql_argument(call))
                                                     for call in self.tool_calls if not call["after_episode"]))
 
     @property
@@ -174,6 +174,11 @@ def tool_call_entries(messages: list[dict[str, Any]], steps: list[StepRecord]) -
                     }
                 )
     return entries
+
+
+def sql_argument(entry: dict[str, Any]) -> object:
+    """The SQL a query call sent ("" for any other call: an unknown tool's arguments need not even be an object)."""
+    return entry["arguments"].get("sql", "") if entry["tool"] == "query" else ""
 
 
 def last_sql(entries: list[dict[str, Any]]) -> str | None:

@@ -78,15 +78,24 @@ def test_wrong_answers_are_told_apart_by_what_their_queries_returned() -> None:
 
 
 
-def test_the_share_that_queried_again_after_a_refused_query_counts_refused_episodes_only() -> None:
-    def call(tool: str, error: str | None = None, after_episode: bool = False) -> dict:
-        return {"tool": tool, "arguments": {}, "output": "", "error": error, "after_episode": after_episode}
+def test_what_followed_a_refused_query_counts_refused_episodes_only_by_their_next_query() -> None:
+    def call(tool: str, error: str | None = None, after_episode: bool = False, sql: str = "SELECT 1") -> dict:
+        return {"tool": tool, "arguments": {"sql": sql} if tool == "query" else {"value": "1"}, "output": "",
+                "error": error, "after_episode": after_episode}
 
-    refused = call("query", "SQLite error: no such column: nme")
-    records = [record(tool_calls=[refused, call("query"), call("answer")]),  # queried again
+    refused = call("query", "SQLite error: no such column: nme", sql="SELECT nme FROM t")
+    records = [record(tool_calls=[refused, call("query"), call("answer")]),  # a changed query (wrong)
+               record(tool_calls=[refused, call("query"), call("answer")], correct=True),  # a changed query, right
+               record(tool_calls=[refused, call("query", "refused again", sql="SELECT  nme\nFROM t"),
+                                  call("answer")]),  # the same words again
                record(tool_calls=[refused, call("answer"), call("query", after_episode=True)]),  # too late
-               record(tool_calls=[call("query"), call("answer")])]  # nothing refused: not counted
-    assert metrics.group_stats(records).requery_after_refusal == pytest.approx(1 / 2)
-    assert metrics.group_stats(records[2:]).requery_after_refusal is None
-    assert metrics.after_refused_query(records) == {"queried again": 1, "no query after it": 1}
-    assert metrics.after_refused_query(records[2:]) == {}
+               record(tool_calls=[call("query"), call("answer")]),  # nothing refused: not counted
+               record(tool_calls=[{"tool": "lookup", "arguments": "not an object", "output": "", "error": "no tool",
+                                   "after_episode": False, "unknown_tool": True}])]
+    stats = metrics.group_stats(records)
+    assert stats.requery_after_refusal == pytest.approx(3 / 4) and stats.resend_after_refusal == pytest.approx(1 / 4)
+    assert metrics.group_stats(records[4:]).requery_after_refusal is None
+    assert metrics.after_refused_query(records) == {"no query after it": 1, "the refused query again": 1,
+                                                    "a changed query, still wrong": 1,
+                                                    "a changed query, then right": 1}
+    assert metrics.after_refused_query(records[4:]) == {}

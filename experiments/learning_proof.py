@@ -341,7 +341,7 @@ def questions_digest(questions: list[dict[str, Any]]) -> str:
 
 CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_episode_calls", "episode/accuracy",
               "episode/accuracy_exact_text", "episode/gold_seen_wrong", "episode/unreadable_call_end",
-              "episode/requery_after_refusal",
+              "episode/requery_after_refusal", "episode/resend_after_refusal",
               "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib", "rollout/generation_s",
               "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens",
               "rollout/episodes_per_s",

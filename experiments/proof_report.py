@@ -558,13 +558,16 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
     return rows
 
 
-def held_out_counts_table(results: dict[str, Any], key: str) -> tuple[list[str], list[str]]:
+def held_out_counts_table(results: dict[str, Any], key: str, order: tuple[str, ...] = ()
+                          ) -> tuple[list[str], list[str]]:
     """Per arm, a held-out eval's counts under ``key`` (wrong_answer_kinds, stop_reasons) pooled over the arm's runs
-    that recorded them, as shares of their total: the columns, in the order first met, and a table row an arm."""
+    that recorded them, as shares of their total: the columns (``order``'s first, then in the order first met), and
+    a table row an arm."""
     recorded = {arm: [counts for run in runs_of(results, arm)
                       if (counts := run.get("evals", {}).get("heldout", {}).get(key)) is not None]
                 for arm in report_lines(results)}
-    columns = list(dict.fromkeys(column for runs in recorded.values() for counts in runs for column in counts))
+    met = list(dict.fromkeys(column for runs in recorded.values() for counts in runs for column in counts))
+    columns = [column for column in order if column in met] + [column for column in met if column not in order]
     rows = []
     for arm, runs in recorded.items():
         total = sum(sum(counts.values()) for counts in runs)
@@ -584,10 +587,15 @@ def wrong_sql_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     return held_out_counts_table(results, "wrong_sql_kinds")
 
 
+# eval/metrics.py's kinds of after_refused_query, in its order (this report imports nothing of the eval's)
+AFTER_REFUSED_QUERY_KINDS = ("no query after it", "the refused query again", "a changed query, still wrong",
+                             "a changed query, then right")
+
+
 def refused_query_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Per arm, the held-out episodes with a refused query by whether they queried again (eval's
     after_refused_query): what a recovering warm-up is meant to change."""
-    return held_out_counts_table(results, "after_refused_query")
+    return held_out_counts_table(results, "after_refused_query", AFTER_REFUSED_QUERY_KINDS)
 
 
 def stop_reason_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -835,7 +843,8 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
          "the token budget:"),
         (refused_query_table(results), "episodes",
          "What the held-out episodes did after SQLite (or the environment) refused one of their queries, as shares of "
-         "those episodes: sent another query, or answered (or stopped) without one:"),
+         "those episodes, by their next query: none (an answer, or a stop), the refused query again (the same words), "
+         "or a changed query, and whether the episode then ended right:"),
     ]
     for (columns, rows), counted, intro in counts_tables:
         if rows:

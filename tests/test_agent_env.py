@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from agent_env import (
     CORRECT_ANSWER_REWARD,
     DEFAULT_STEP_BUDGET,
     EpisodeRecord,
+    MAX_HINT_COLUMNS,
     POST_EPISODE_PENALTY,
     SHAPING_CAP,
     SQLEnv,
@@ -198,6 +200,38 @@ def test_a_refused_query_sent_again_unchanged_is_refused_with_what_to_change(env
     env.query("SELECT name FROM customer")  # a changed query runs; so does an identical one that had succeeded
     env.query("SELECT name FROM customer")
     assert env.episode.executed_queries == 2 and env.episode.tool_errors == 3
+
+
+def test_a_query_with_an_unknown_column_is_refused_with_the_columns_of_the_tables_it_reads(env: SQLEnv) -> None:
+    with pytest.raises(ValueError) as refused:
+        env.query('SELECT T1.nick FROM customer AS T1 JOIN "order" AS T2 ON T1.id = T2.customer_id')
+    assert str(refused.value) == ("SQLite error: no such column: T1.nick; the tables it reads have these columns: "
+                                  "customer(id, name, city); order(id, customer_id, amount, note)")
+    with pytest.raises(ValueError, match="this exact query was refused before .*customer\\(id, name, city\\)"):
+        env.query('SELECT T1.nick FROM customer AS T1 JOIN "order" AS T2 ON T1.id = T2.customer_id')
+
+
+@pytest.mark.parametrize(("sql", "message"), [
+    ("SELECT name FROM client", "SQLite error: no such table: client; tables are: customer, order"),
+    ("SELECT name FROM customer WHERE", "SQLite error: incomplete input"),  # nothing the schema could fix
+    ("SELECT nick FROM (SELECT 1)", "SQLite error: no such column: nick"),  # reads no stored table
+])
+def test_other_refused_queries_get_the_schema_only_where_it_helps(env: SQLEnv, sql: str, message: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        env.query(sql)
+    assert str(refused.value) == message
+
+
+def test_a_wide_tables_columns_are_cut_in_a_refused_querys_error(tmp_path: Path) -> None:
+    database = tmp_path / "wide.sqlite"
+    with sqlite3.connect(database) as connection:
+        connection.execute(f"CREATE TABLE wide ({', '.join(f'c{number} INTEGER' for number in range(50))})")
+    environment = SQLEnv()
+    environment.reset(**shop_row(database, "How many rows?", "SELECT count(*) FROM wide"))
+    with pytest.raises(ValueError) as refused:
+        environment.query("SELECT missing FROM wide")
+    shown = str(refused.value).split("wide(")[1]
+    assert shown.count(",") == MAX_HINT_COLUMNS and shown.endswith("c39, ...)")
 
 
 def test_wrong_argument_names_get_an_actionable_error(env: SQLEnv) -> None:

@@ -69,11 +69,17 @@ def answered_after(shop: Path, *queries: str) -> SQLEnv:
 
 
 def test_a_refused_query_counts_as_retried_only_when_another_query_follows_it(tmp_path: Path) -> None:
-    assert refusal_and_requery([("query", True), ("answer", False)]) == {"refused_query": True,
-                                                                         "queried_after_refusal": False}
-    assert refusal_and_requery([("describe", True), ("query", False), ("answer", False)])["refused_query"] is False
-    assert refusal_and_requery([("query", True), ("describe", False), ("query", True)])["queried_after_refusal"]
-    assert refusal_and_requery([]) == {"refused_query": False, "queried_after_refusal": False}
+    wrong, fixed = "SELECT nme FROM customer", "SELECT name FROM customer"
+    assert refusal_and_requery([("query", True, wrong), ("answer", False, "")]) == {
+        "refused_query": True, "queried_after_refusal": False, "resent_refused_query": False}
+    assert refusal_and_requery([("describe", True, ""), ("query", False, fixed), ("answer", False, "")]
+                               )["refused_query"] is False
+    assert refusal_and_requery([("query", True, wrong), ("describe", False, ""), ("query", True, fixed)]) == {
+        "refused_query": True, "queried_after_refusal": True, "resent_refused_query": False}
+    assert refusal_and_requery([("query", True, wrong), ("query", True, f" {wrong}\n"), ("query", False, fixed)]
+                               )["resent_refused_query"]  # the next query decides, whatever came later
+    assert refusal_and_requery([]) == {"refused_query": False, "queried_after_refusal": False,
+                                       "resent_refused_query": False}
     shop = make_shop_database(tmp_path / "shop.sqlite")
 
     def episode(*queries: str) -> EpisodeRecord:
@@ -84,11 +90,14 @@ def test_a_refused_query_counts_as_retried_only_when_another_query_follows_it(tm
 
     outcomes = [episode_outcome(episode("SELECT nme FROM customer", LONDON), []),  # refused, then queried again
                 episode_outcome(episode("SELECT nme FROM customer"), []),  # refused, then answered
+                episode_outcome(episode("SELECT nme FROM customer", "SELECT nme  FROM customer"), []),  # resent
                 episode_outcome(episode(LONDON), [])]  # never refused: not counted
-    assert [(outcome.refused_query, outcome.queried_after_refusal) for outcome in outcomes] == [
-        (True, True), (True, False), (False, False)]
-    assert episode_stats(outcomes).requery_after_refusal == pytest.approx(1 / 2)
-    assert episode_stats(outcomes[2:]).requery_after_refusal is None  # nothing was refused: nothing measured
+    assert [(outcome.refused_query, outcome.queried_after_refusal, outcome.resent_refused_query)
+            for outcome in outcomes] == [(True, True, False), (True, False, False), (True, True, True),
+                                         (False, False, False)]
+    assert episode_stats(outcomes).requery_after_refusal == pytest.approx(2 / 3)
+    assert episode_stats(outcomes).resend_after_refusal == pytest.approx(1 / 3)
+    assert episode_stats(outcomes[3:]).requery_after_refusal is None  # nothing was refused: nothing measured
 
 
 def test_sql_that_missed_the_gold_result_is_told_apart_by_its_last_query_that_ran(tmp_path: Path) -> None:
@@ -139,4 +148,6 @@ def test_training_logs_the_requery_share_only_for_steps_that_had_a_refused_query
     refused = "SELECT nme FROM customer"
     step = logged(answered_after(shop, refused, LONDON), answered_after(shop, refused))
     assert step["episode/requery_after_refusal"] == pytest.approx(1 / 2)
-    assert "episode/requery_after_refusal" not in logged(answered_after(shop, LONDON), answered_after(shop, LONDON))
+    assert step["episode/resend_after_refusal"] == 0.0
+    unrefused = logged(answered_after(shop, LONDON), answered_after(shop, LONDON))
+    assert "episode/requery_after_refusal" not in unrefused and "episode/resend_after_refusal" not in unrefused

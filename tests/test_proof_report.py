@@ -471,7 +471,18 @@ def test_the_report_shows_what_held_out_episodes_did_after_a_refused_query(tmp_p
         return {"arm": arm, "seed": 1, "scale": "epoch", "seconds": 60.0, "model": "/tmp/qc", "commit": "abc",
                 "commands": [], "evals": {"heldout": heldout}}
 
-    runs = {"sft/seed1/epoch": run("sft", {"no query after it": 3, "queried again": 1}),
+    # results.json keeps its keys sorted; the table shows them in the eval's order
+    runs = {"sft/seed1/epoch": run("sft", {"a changed query, then right": 1, "no query after it": 2,
+                                           "the refused query again": 1}),
             "easy/seed1/epoch": run("easy", None)}  # evaluated before it was counted: no row
     assert proof_report.refused_query_table({"runs": runs}) == (
-        ["no query after it", "queried again"], ["| sft@epoch | 1 | 4 | 75.0% | 25.0% |"])
+        ["no query after it", "the refused query again", "a changed query, then right"],
+        ["| sft@epoch | 1 | 4 | 50.0% | 25.0% | 25.0% |"])
+
+
+def test_the_reports_kinds_of_what_followed_a_refused_query_are_the_evals() -> None:
+    sys.path.insert(0, str(EXPERIMENTS.parent))
+    from eval import metrics
+
+    assert proof_report.AFTER_REFUSED_QUERY_KINDS == (metrics.NO_QUERY_AFTER, metrics.RESENT, metrics.CHANGED_WRONG,
+                                                      metrics.CHANGED_RIGHT)
