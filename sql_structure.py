@@ -386,3 +386,18 @@ def tables_used(sql: str) -> list[str]:
         seen.add(key)
         names.append(table.name)
     return names
+
+
+def table_references(sql: str) -> dict[str, str]:
+    """How a query names each real table it reads: the name a column is qualified by there (the alias, or the table's
+    own name where it has none) to the table, both as written, in order of first appearance. CTE references are left
+    out.
+
+    Raises:
+        SQLStructureError: the text is not a single parseable query.
+    """
+    tree = _parse_query(sql)
+    cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    return {table.alias_or_name: table.name
+            for table in sorted(tree.find_all(exp.Table), key=_source_position)
+            if table.name and not (table.name.lower() in cte_names and not table.db)}

@@ -211,6 +211,19 @@ def test_a_query_with_an_unknown_column_is_refused_with_the_columns_of_the_table
         env.query('SELECT T1.nick FROM customer AS T1 JOIN "order" AS T2 ON T1.id = T2.customer_id')
 
 
+@pytest.mark.parametrize(("sql", "owner"), [
+    ('SELECT T1.amount FROM customer AS T1 JOIN "order" AS T2 ON T1.id = T2.customer_id', "T2 (order), not of T1"),
+    ('SELECT customer.AMOUNT FROM customer JOIN "order" ON customer.id = "order".customer_id', "order, not of customer"),
+])
+def test_a_column_qualified_by_the_wrong_table_is_refused_with_the_table_that_has_it(
+        env: SQLEnv, sql: str, owner: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        env.query(sql)
+    column = sql.split()[1].split(".")[1]
+    assert str(refused.value).startswith(f"SQLite error: no such column: {sql.split()[1]}; {column} is a column of "
+                                         f"{owner}; the tables it reads have these columns: customer(id, name, city)")
+
+
 @pytest.mark.parametrize(("sql", "message"), [
     ("SELECT name FROM client", "SQLite error: no such table: client; tables are: customer, order"),
     ("SELECT name FROM customer WHERE", "SQLite error: incomplete input"),  # nothing the schema could fix

@@ -17,6 +17,7 @@ from sql_structure import (
     classify_hardness,
     count_components,
     orders_result,
+    table_references,
     tables_used,
 )
 
@@ -224,13 +225,23 @@ def test_tables_used(sql: str, expected: list[str]) -> None:
     assert tables_used(sql) == expected
 
 
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT T2.name FROM Singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id", {"T1": "Singer", "T2": "concert"}),
+    ('SELECT singer.name FROM singer JOIN "order" ON singer.id = "order".singer_id', {"singer": "singer",
+                                                                                    "order": "order"}),
+    ("WITH top AS (SELECT id FROM singer) SELECT t.id FROM top AS t", {"singer": "singer"}),  # a CTE is no table
+])
+def test_table_references_map_what_qualifies_a_column_to_its_table(sql: str, expected: dict[str, str]) -> None:
+    assert table_references(sql) == expected
+
+
 @pytest.mark.parametrize(
     "sql",
     ["", "SELEC name FRM singer", "SELECT * FROM (", "SELECT name FROM singer WHERE", "DROP TABLE singer",
      "SELECT 1; SELECT 2"],
     ids=["empty", "misspelt", "unclosed", "dangling-where", "not-a-query", "two-statements"],
 )
-@pytest.mark.parametrize("function", [classify_hardness, orders_result, tables_used])
+@pytest.mark.parametrize("function", [classify_hardness, orders_result, tables_used, table_references])
 def test_unparseable_sql_raises_a_clear_error(function, sql: str) -> None:
     with pytest.raises(SQLStructureError, match=r"cannot parse SQL|expected exactly one SELECT"):
         function(sql)
