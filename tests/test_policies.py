@@ -52,30 +52,41 @@ def test_never_stopping_policy_pays_the_post_episode_penalty(row: dict) -> None:
     )
 
 
-def test_the_retry_policy_reads_sqlites_error_then_runs_the_gold_query(tmp_path: Path) -> None:
-    database = make_shop_database(tmp_path / "shop.sqlite")
-    with sqlite3.connect(database) as connection:  # a table the gold query does not read: where the wrong column is
-        connection.execute("CREATE TABLE supplier (supplier_id INTEGER, region TEXT)")
-    digest = hashlib.sha256(database.read_bytes()).hexdigest()
-    row = shop_row(database, "Total spent per customer?", JOIN_SQL)
+def test_the_retry_policy_reads_sqlites_error_then_runs_the_gold_query(row: dict) -> None:
+    digest = hashlib.sha256(Path(row["db_path"]).read_bytes()).hexdigest()
     transcript = play_episode(SQLEnv(), row, make_policy("retry"))
     episode = transcript.episode
     assert [step.tool for step in episode.steps] == ["describe", "describe", "query", "query", "answer"]
-    assert "no such column" in transcript.messages[-5]["content"] and episode.tool_errors == 1
     broken = transcript.messages[-6]["tool_calls"][0]["function"]["arguments"]["sql"]
-    assert broken != JOIN_SQL and ("supplier_id" in broken or "region" in broken)
+    # In a join the mistake is a column under the other table's alias, and the error names the table that has it.
+    assert broken in {JOIN_SQL.replace("c.name", "o.name", 1), JOIN_SQL.replace("o.amount", "c.amount"),
+                      JOIN_SQL.replace("o.customer_id", "c.customer_id")}
+    assert "no such column" in transcript.messages[-5]["content"] and "is a column of" in transcript.messages[-5][
+        "content"] and episode.tool_errors == 1
     untrained = [message for message in transcript.messages if message.get(UNTRAINED_TURN)]
     assert untrained == [transcript.messages[-6]]  # the mistake is shown, not imitated; the recovery is
     assert episode.is_correct and episode.post_episode_calls == 0
-    assert query_with_a_wrong_column(str(database), JOIN_SQL, row["question"]) == broken  # the same on every run
-    assert hashlib.sha256(database.read_bytes()).hexdigest() == digest
+    assert query_with_a_wrong_column(row["db_path"], JOIN_SQL, row["question"]) == broken  # the same on every run
+    assert hashlib.sha256(Path(row["db_path"]).read_bytes()).hexdigest() == digest
 
 
-def test_the_retry_policy_plays_the_oracle_where_no_wrong_column_exists(row: dict) -> None:
-    # The shop database's every column belongs to the gold query's two tables.
-    assert query_with_a_wrong_column(row["db_path"], JOIN_SQL, row["question"]) is None
+def test_the_retry_policy_reads_another_tables_column_into_a_one_table_query(tmp_path: Path) -> None:
+    database = make_shop_database(tmp_path / "shop.sqlite")
+    one_table = "SELECT name FROM customer WHERE city = 'London'"
+    broken = query_with_a_wrong_column(str(database), one_table, "Who lives in London?")
+    assert broken is not None and broken != one_table and any(other in broken for other in ("customer_id", "amount",
+                                                                                           "note"))
+
+
+def test_the_retry_policy_plays_the_oracle_where_no_wrong_column_exists(tmp_path: Path) -> None:
+    database = tmp_path / "one.sqlite"
+    with sqlite3.connect(database) as connection:  # one table: no other table's column to get wrong
+        connection.execute("CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT)")
+        connection.execute("INSERT INTO customer VALUES (1, 'Ada')")
+    row = shop_row(database, "How many customers?", "SELECT count(*) FROM customer")
+    assert query_with_a_wrong_column(row["db_path"], row["gold_sql"], row["question"]) is None
     steps = play_episode(SQLEnv(), row, make_policy("retry")).episode.steps
-    assert [step.tool for step in steps] == ["describe", "describe", "query", "answer"]
+    assert [step.tool for step in steps] == ["describe", "query", "answer"]
 
 
 def test_random_policy_is_rarely_right() -> None:
