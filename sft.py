@@ -334,9 +334,10 @@ class WarmupConfig:
     )
     sft_retry_share: float = field(
         default=0.0,
-        metadata={"help": "--phase sft: share of episodes whose first query names a column the gold tables lack "
-                          "(shown, not trained), then, after SQLite's error, runs the gold query (the learning "
-                          "proof's arm sft-4x-recover; not yet measured on a GPU)."},
+        metadata={"help": "--phase sft: share of episodes whose first query has a wrong column (in a join, one "
+                          "under the other table's alias), shown, not trained; then, after the error, the gold query "
+                          "(the learning proof's arm sft-4x-recover: at 0.25 it taught the 0.5B to query again after "
+                          "a refusal, mostly the same query; docs/results.md 2026-12-05e)."},
     )
 
     def __post_init__(self) -> None:
