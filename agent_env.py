@@ -39,6 +39,7 @@ MAX_RESULT_CHARS = 1_200
 SAMPLE_ROWS = 3
 MAX_ANSWER_CHARS = 20_000
 MAX_HINT_COLUMNS = 40  # of one table, in a refused query's error
+MAX_HINT_CHARS = 1_200  # of all it adds to the error, as a query's result is cut
 
 CORRECT_ANSWER_REWARD = 1.0
 POST_EPISODE_PENALTY = 0.1
@@ -94,7 +95,8 @@ def schema_hint(error: str, sql: str, database: ReadOnlyDatabase) -> str:
     for reference, names in columns.items():
         more = ", ..." if len(names) > MAX_HINT_COLUMNS else ""
         described.append(f"{references[reference]}({', '.join(names[:MAX_HINT_COLUMNS])}{more})")
-    return f"{hint}; the tables it reads have these columns: {'; '.join(dict.fromkeys(described))}"
+    text = f"{hint}; the tables it reads have these columns: {'; '.join(dict.fromkeys(described))}"
+    return text if len(text) <= MAX_HINT_CHARS else text[:MAX_HINT_CHARS] + " ..."
 
 
 def query_words(sql: object) -> list[str]:

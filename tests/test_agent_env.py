@@ -13,6 +13,7 @@ from agent_env import (
     CORRECT_ANSWER_REWARD,
     DEFAULT_STEP_BUDGET,
     EpisodeRecord,
+    MAX_HINT_CHARS,
     MAX_HINT_COLUMNS,
     POST_EPISODE_PENALTY,
     SHAPING_CAP,
@@ -245,6 +246,19 @@ def test_a_wide_tables_columns_are_cut_in_a_refused_querys_error(tmp_path: Path)
         environment.query("SELECT missing FROM wide")
     shown = str(refused.value).split("wide(")[1]
     assert shown.count(",") == MAX_HINT_COLUMNS and shown.endswith("c39, ...)")
+
+
+def test_a_refused_query_over_many_tables_gets_a_bounded_error(tmp_path: Path) -> None:
+    database = tmp_path / "many.sqlite"
+    with sqlite3.connect(database) as connection:
+        for table in range(12):
+            connection.execute(f"CREATE TABLE t{table} ({', '.join(f'column_{n} INTEGER' for n in range(30))})")
+    environment = SQLEnv()
+    environment.reset(**shop_row(database, "How many rows?", "SELECT count(*) FROM t0"))
+    with pytest.raises(ValueError) as refused:
+        environment.query(f"SELECT missing FROM {', '.join(f't{table}' for table in range(12))}")
+    error = str(refused.value)
+    assert error.endswith(" ...") and len(error) <= len("SQLite error: no such column: missing") + MAX_HINT_CHARS + 4
 
 
 def test_wrong_argument_names_get_an_actionable_error(env: SQLEnv) -> None:
