@@ -82,16 +82,16 @@ def refusal_and_requery(calls: Iterable[tuple[str, bool, object]]) -> dict[str, 
     model, refused, tends to answer with the error instead (seed 29: every held-out episode with a refused query
     did), and GRPO cannot reinforce a retry it never tries; a warm-up that taught retrying taught resending the
     same query as well (117 of 138 retries, seed 29)."""
-    refused_sql: object = None
+    refused: list[str] | None = None  # the first refused query's words, once there is one
     for tool, failed, sql in calls:
         if tool != "query":
             continue
-        if refused_sql is not None:
+        if refused is not None:
             return {"refused_query": True, "queried_after_refusal": True,
-                    "resent_refused_query": query_words(sql) == query_words(refused_sql)}
+                    "resent_refused_query": query_words(sql) == refused}
         if failed:
-            refused_sql = sql
-    return {"refused_query": refused_sql is not None, "queried_after_refusal": False, "resent_refused_query": False}
+            refused = query_words(sql)
+    return {"refused_query": refused is not None, "queried_after_refusal": False, "resent_refused_query": False}
 
 
 def ended_on_unreadable_call(messages: list[dict[str, Any]]) -> bool:

@@ -80,6 +80,7 @@ def test_a_refused_query_counts_as_retried_only_when_another_query_follows_it(tm
                                )["resent_refused_query"]  # the next query decides, whatever came later
     assert refusal_and_requery([]) == {"refused_query": False, "queried_after_refusal": False,
                                        "resent_refused_query": False}
+    assert refusal_and_requery([("query", True, None), ("answer", False, "")])["refused_query"]  # {"sql": null}
     shop = make_shop_database(tmp_path / "shop.sqlite")
 
     def episode(*queries: str) -> EpisodeRecord:
