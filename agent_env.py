@@ -76,26 +76,26 @@ def schema_hint(error: str, sql: str, database: ReadOnlyDatabase) -> str:
     if missing is None:
         return ""
     try:
-        references = table_references(sql)
+        references, tables = table_references(sql), tables_used(sql)
     except SQLStructureError:
         return ""
     stored = {table.lower(): table for table in database.table_names()}
-    columns = {reference: [column for column, _ in database.columns(stored[table.lower()])]
-               for reference, table in references.items() if table.lower() in stored}
+    columns = {table: [name for name, _ in database.columns(stored[table.lower()])]
+               for table in tables if table.lower() in stored}
     if not columns:
         return ""
+    column_sets = {table.lower(): {name.lower() for name in names} for table, names in columns.items()}
     qualifier, column = missing.groups()
-    owners = [reference for reference, names in columns.items()
-              if column.lower() in {name.lower() for name in names} and reference.lower() != (qualifier or "").lower()]
+    owners = [reference for reference, table in references.items()
+              if column.lower() in column_sets.get(table.lower(), set())
+              and reference.lower() != (qualifier or "").lower()]
     hint = ""
     if qualifier and owners:
         named = [owner if owner == references[owner] else f"{owner} ({references[owner]})" for owner in owners]
         hint = f"; {column} is a column of {', '.join(named)}, not of {qualifier}"
-    described = []
-    for reference, names in columns.items():
-        more = ", ..." if len(names) > MAX_HINT_COLUMNS else ""
-        described.append(f"{references[reference]}({', '.join(names[:MAX_HINT_COLUMNS])}{more})")
-    text = f"{hint}; the tables it reads have these columns: {'; '.join(dict.fromkeys(described))}"
+    described = [f"{table}({', '.join(names[:MAX_HINT_COLUMNS])}{', ...' if len(names) > MAX_HINT_COLUMNS else ''})"
+                 for table, names in columns.items()]
+    text = f"{hint}; the tables it reads have these columns: {'; '.join(described)}"
     return text if len(text) <= MAX_HINT_CHARS else text[:MAX_HINT_CHARS] + " ..."
 
 

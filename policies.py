@@ -181,9 +181,9 @@ def query_with_a_wrong_column(db_path: str, gold_sql: str, seed: str) -> str | N
     column of a table the query does not read. None where neither makes the query fail."""
     try:
         references = table_references(gold_sql)
+        gold_tables = {table.lower() for table in tables_used(gold_sql)}
     except SQLStructureError:
         return None
-    gold_tables = {table.lower() for table in references.values()}
     chooser = random.Random(seed)
     with ReadOnlyDatabase(db_path) as database:
         columns = {table.lower(): [name for name, _ in database.columns(table)] for table in database.table_names()}
@@ -201,14 +201,14 @@ def _alias_swaps(gold_sql: str, references: dict[str, str], columns: dict[str, l
                  chooser: random.Random) -> list[str]:
     """The gold query with one qualified column moved to another table of the query that lacks it, each such swap
     once, in ``chooser``'s order."""
-    lacking = {reference: {name.lower() for name in columns.get(table.lower(), [])}
-               for reference, table in references.items()}
+    columns_of = {reference: {name.lower() for name in columns.get(table.lower(), [])}
+                  for reference, table in references.items()}
     swaps = []
     for reference in references:
         for match in re.finditer(rf"(?<![\w.\"']){re.escape(reference)}\.(\w+)", gold_sql, re.IGNORECASE):
             swaps += [gold_sql[:match.start()] + other + gold_sql[match.start() + len(reference):]
                       for other in references
-                      if other.lower() != reference.lower() and match.group(1).lower() not in lacking[other]]
+                      if other.lower() != reference.lower() and match.group(1).lower() not in columns_of[other]]
     chooser.shuffle(swaps)
     return swaps
 

@@ -366,6 +366,14 @@ def _source_position(table: exp.Table) -> int:
     return table.this.meta.get("start", 0) if isinstance(table.this, exp.Identifier) else 0
 
 
+def _tables_read(sql: str) -> list[exp.Table]:
+    """The table nodes of a query that name real tables (CTE references left out), in reading order."""
+    tree = _parse_query(sql)
+    cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    return [table for table in sorted(tree.find_all(exp.Table), key=_source_position)
+            if table.name and not (table.name.lower() in cte_names and not table.db)]
+
+
 def tables_used(sql: str) -> list[str]:
     """The real tables a query reads, in order of first appearance, spelled as written.
 
@@ -375,29 +383,21 @@ def tables_used(sql: str) -> list[str]:
     Raises:
         SQLStructureError: the text is not a single parseable query.
     """
-    tree = _parse_query(sql)
-    cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    seen: set[str] = set()
-    names: list[str] = []
-    for table in sorted(tree.find_all(exp.Table), key=_source_position):
-        key = table.name.lower()
-        if not table.name or (key in cte_names and not table.db) or key in seen:
-            continue
-        seen.add(key)
-        names.append(table.name)
-    return names
+    names: dict[str, str] = {}
+    for table in _tables_read(sql):
+        names.setdefault(table.name.lower(), table.name)
+    return list(names.values())
 
 
 def table_references(sql: str) -> dict[str, str]:
     """How a query names each real table it reads: the name a column is qualified by there (the alias, or the table's
-    own name where it has none) to the table, both as written, in order of first appearance. CTE references are left
-    out.
+    own name where it has none) to the table, both as written, in order of first appearance; an alias that a subquery
+    reuses for another table names the first. CTE references are left out.
 
     Raises:
         SQLStructureError: the text is not a single parseable query.
     """
-    tree = _parse_query(sql)
-    cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    return {table.alias_or_name: table.name
-            for table in sorted(tree.find_all(exp.Table), key=_source_position)
-            if table.name and not (table.name.lower() in cte_names and not table.db)}
+    references: dict[str, str] = {}
+    for table in _tables_read(sql):
+        references.setdefault(table.alias_or_name, table.name)
+    return references

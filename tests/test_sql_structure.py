@@ -230,6 +230,8 @@ def test_tables_used(sql: str, expected: list[str]) -> None:
     ('SELECT singer.name FROM singer JOIN "order" ON singer.id = "order".singer_id', {"singer": "singer",
                                                                                     "order": "order"}),
     ("WITH top AS (SELECT id FROM singer) SELECT t.id FROM top AS t", {"singer": "singer"}),  # a CTE is no table
+    ("SELECT T1.name FROM singer AS T1 WHERE T1.id NOT IN (SELECT T1.singer_id FROM concert AS T1)",
+     {"T1": "singer"}),  # an alias a subquery reuses names its first table
 ])
 def test_table_references_map_what_qualifies_a_column_to_its_table(sql: str, expected: dict[str, str]) -> None:
     assert table_references(sql) == expected
