@@ -76,10 +76,22 @@ def same_warm_up(run: dict[str, Any], other: dict[str, Any]) -> bool:
 def pairs_by_seed(results: dict[str, Any], arm: str, other_arm: str, *, same_warm_up_only: bool = True,
                   ) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
     """(seed, run of arm, run of other_arm) for every seed and scale where both ran (from the same warm-up, unless
-    ``same_warm_up_only`` is off: arms whose warm-ups differ by design)."""
+    ``same_warm_up_only`` is off: arms whose warm-ups differ by design).
+
+    A run of ``arm`` measured again since ``other_arm``'s run grew from it (a warm-up trained anew at a later
+    commit) is paired through the run it replaced, kept under ``superseded``: a GRPO phase is compared with the
+    warm-up it started from, not with a later one."""
     runs, other_runs = runs_by_seed(results, arm), runs_by_seed(results, other_arm)
-    return [(seed, runs[(seed, scale)], other) for (seed, scale), other in sorted(other_runs.items(), key=str)
-            if (seed, scale) in runs and (not same_warm_up_only or same_warm_up(runs[(seed, scale)], other))]
+    earlier = [run for run in results.get("superseded", {}).values() if line_of(run) == arm]
+    pairs = []
+    for (seed, scale), other in sorted(other_runs.items(), key=str):
+        candidates = [runs[(seed, scale)]] if (seed, scale) in runs else []
+        if same_warm_up_only:
+            candidates += [run for run in earlier if (run["seed"], run.get("scale")) == (seed, scale)]
+            candidates = [run for run in candidates if same_warm_up(run, other)]
+        if candidates:
+            pairs.append((seed, candidates[0], other))
+    return pairs
 
 
 def ablation_pairs(results: dict[str, Any], ablation: str) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
@@ -506,6 +518,7 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("sft", "mixed-informative"), ("easy", "mixed-oversample"), ("sft", "mixed-oversample"),
                ("sft-4x", "easy-sft4x"), ("easy-sft4x", "mixed-sft4x"), ("sft-4x", "mixed-sft4x"),
                ("easy-sft4x", "mixed-informative-sft4x"), ("sft-4x", "mixed-informative-sft4x"),
+               ("sft-4x", "mixed-informative-sft4x-3steps"), ("sft-4x-recover", "mixed-informative-sft4x-recover-3steps"),
                ("sft-4x-recover", "easy-sft4x-recover"), ("easy-sft4x-recover", "mixed-informative-sft4x-recover"),
                ("sft-4x-recover", "mixed-informative-sft4x-recover"), ("sft-4x", "easy-sft4x-fresh"),
                ("easy-sft4x-fresh", "mixed-informative-sft4x-fresh"), ("sft-4x", "mixed-informative-sft4x-fresh"))

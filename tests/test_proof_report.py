@@ -232,6 +232,12 @@ def test_arms_pair_up_only_when_they_started_from_the_same_warm_up() -> None:
     assert proof_report.paired_rows({"runs": retrained}) == ["| 6 | easy -> mixed | 4 | 2 -> 3 | 1 | 0 | 1 |"]
     assert proof_report.ablation_pairs({"runs": retrained}, "mixed-only") == []
     assert proof_report.gains_over_warm_up({"runs": retrained}, "mixed") == []
+    # The first warm-up, kept under superseded when the second replaced it, still pairs with the arms grown from it;
+    # the new warm-up pairs with the arms grown from it.
+    kept = {"runs": retrained, "superseded": {"sft/seed6/gpu@abc": runs["sft/seed6/gpu"]}}
+    assert proof_report.gains_over_warm_up(kept, "mixed") == [0.5]
+    assert [(before["warm_up_digest"], after["arm"]) for _, before, after in proof_report.pairs_by_seed(
+        kept, "sft", "mixed-only")] == [("b", "mixed-only")]
     # Runs from before the digests were recorded pair as they always did (one session, one warm-up per seed).
     undigested = {key: {name: value for name, value in entry.items() if name != "warm_up_digest"}
                   for key, entry in retrained.items()}
