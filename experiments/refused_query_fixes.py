@@ -1,0 +1,102 @@
+"""What fixing the column a refused query named wrong would have bought, from an eval report's recorded episodes.
+
+    python experiments/refused_query_fixes.py eval_out/mixed/report.json --data-dir ../shared/spider
+
+For each episode whose first refused query was "no such column: T1.x" where exactly one other table of the query
+has x (the alias mix-up the environment's error names: "x is a column of T2 (game), not of T1"), the query is
+rewritten with x under that table's reference and run read-only on the question's database, then judged against
+the gold result as the query tool judges it. The count that then returns the gold result bounds what learning that
+one fix can add: the rest of the query is often wrong too. It prints the counts, and what the episodes did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO_DIR = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_DIR))
+
+from agent_env import load_gold  # noqa: E402
+from spider_data import database_path  # noqa: E402
+from sql_structure import SQLStructureError, table_references  # noqa: E402
+from sqlite_readonly import DatabaseError, ReadOnlyDatabase  # noqa: E402
+from verifier import format_answer, verify_answer  # noqa: E402
+
+MISSING_QUALIFIED_COLUMN = re.compile(r"no such column: (\w+)\.(\w+)")
+
+
+def requalified(sql: str, error: str, database: ReadOnlyDatabase) -> str | None:
+    """``sql`` with the column SQLite found missing under its qualifier moved to the one other table reference of
+    the query that has it; None where the error is not such a column, or no single table of the query has it."""
+    missing = MISSING_QUALIFIED_COLUMN.search(error)
+    if missing is None:
+        return None
+    qualifier, column = missing.groups()
+    try:
+        references = table_references(sql)
+    except SQLStructureError:
+        return None
+    stored = {table.lower(): table for table in database.table_names()}
+    owners = [reference for reference, table in references.items()
+              if reference.lower() != qualifier.lower() and table.lower() in stored
+              and column.lower() in {name.lower() for name, _ in database.columns(stored[table.lower()])}]
+    if len(owners) != 1:
+        return None
+    pattern = rf"(?<![\w.\"']){re.escape(qualifier)}\.{re.escape(column)}\b"
+    return re.sub(pattern, f"{owners[0]}.{column}", sql, flags=re.IGNORECASE)
+
+
+def first_refused_query(question: dict[str, Any]) -> dict[str, Any] | None:
+    return next((call for call in question.get("tool_calls") or [] if call["tool"] == "query" and call.get("error")
+                 and not call.get("after_episode")), None)
+
+
+def count_fixes(questions: list[dict[str, Any]], data_dir: Path) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for question in questions:
+        refused = first_refused_query(question)
+        if refused is None:
+            continue
+        counts["refused episodes"] += 1
+        counts["refused episodes, right anyway"] += bool(question.get("correct"))
+        db_path = str(database_path(data_dir, question["db_id"]))
+        with ReadOnlyDatabase(db_path) as database:
+            fixed = requalified(str(refused["arguments"].get("sql") or ""), refused["error"], database)
+            if fixed is None:
+                continue
+            counts["one other table has the column"] += 1
+            try:
+                result = database.run_select(fixed)
+            except DatabaseError:
+                continue
+        counts["fixed query runs"] += 1
+        gold = load_gold(db_path, question["gold_sql"])
+        counts["fixed query returns the gold result"] += verify_answer(format_answer(result.rows), gold.rows,
+                                                                       gold.ordered)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("reports", nargs="+", type=Path, help="report.json files of python -m eval")
+    parser.add_argument("--data-dir", type=Path, required=True, help="the Spider folder the reports were run on")
+    arguments = parser.parse_args(argv)
+    for report in arguments.reports:
+        questions = json.loads(report.read_text(encoding="utf-8"))["questions"]
+        missing = sorted({q["db_id"] for q in questions if not database_path(arguments.data_dir, q["db_id"]).is_file()})
+        if missing:
+            parser.error(f"{report}: no database for {', '.join(missing[:3])} under {arguments.data_dir}/database")
+        print(f"{report}: {len(questions)} questions")
+        for name, count in count_fixes(questions, arguments.data_dir).items():
+            print(f"  {name}: {count}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
