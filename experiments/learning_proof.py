@@ -5,6 +5,8 @@
     python experiments/learning_proof.py --model /tmp/qc --arms mixed-only no-sft --seed 0
     python experiments/learning_proof.py --model /tmp/qc --arms sft-habit easy-habit no-penalty-habit --seed 8
     python experiments/learning_proof.py --report-only          # redraw docs/learning_proof.md from the results
+    python experiments/learning_proof.py --estimate --scale epoch --arms sft-4x easy-sft4x --seeds 30 \
+        --train-only easy-sft4x                                  # how long, from the recorded runs: what fits a session
     python experiments/learning_proof.py --quick                # CPU smoke test: SmolLM2, built-in data, 1 step
 
 Every arm is the project's own commands, run in this process (``train.py``, ``python -m eval``):
@@ -66,6 +68,7 @@ import hashlib
 import json
 import os
 import subprocess
+import statistics
 import sys
 import tempfile
 import time
@@ -524,6 +527,47 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
     return entry
 
 
+def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str | None, *, evaluate: bool,
+                     ) -> tuple[float, int, str] | None:
+    """What one run of ``arm`` took in the sessions recorded in ``results`` (runs and superseded ones of that scale
+    and model): the median training time, plus the median eval time where it is evaluated (the arm's own evaluated
+    runs, else every evaluated run of the scale). Returns (seconds, runs it is the median of, their devices), or
+    None where the arm never ran at that scale. The recorded runs' step counts are assumed."""
+    every = [*results["runs"].values(), *results.get("superseded", {}).values()]
+    alike = [run for run in every if run.get("scale") == scale and (model is None or run.get("model_name") == model)]
+    own = [run for run in alike if run["arm"] == arm and "train_seconds" in run]
+    if not own:
+        return None
+    seconds = statistics.median(run["train_seconds"] for run in own)
+    if evaluate:
+        evaluated = [run for run in own if run.get("evals")] or [run for run in alike
+                                                                  if run.get("evals") and "train_seconds" in run]
+        if evaluated:
+            seconds += statistics.median(run["seconds"] - run["train_seconds"] for run in evaluated)
+    return seconds, len(own), ", ".join(sorted({str(run.get("device", "unknown device")) for run in own}))
+
+
+def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[str], seeds: list[int], scale: str,
+                   model: str | None) -> None:
+    """How long the asked arms should take, from the times recorded for them: to plan what fits a GPU session."""
+    total, unknown = 0.0, []
+    for name in arms:
+        # An arm never run is timed as the arm it changes one setting of (its ablation's full setting), if that ran.
+        timed_as = next((candidate for candidate in (name, ARMS[name].ablates) if candidate is not None
+                         and recorded_seconds(results, candidate, scale, model, evaluate=True) is not None), None)
+        if timed_as is None:
+            unknown.append(name)
+            print(f"[estimate] {name}: never run at scale {scale}, nor the arm it ablates", flush=True)
+            continue
+        seconds, runs, devices = recorded_seconds(results, timed_as, scale, model, evaluate=name not in train_only)
+        total += seconds * len(seeds)
+        print(f"[estimate] {name}: {seconds:.0f} s a seed{'' if name not in train_only else ' (trained only)'} "
+              f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}; {devices})", flush=True)
+    print(f"[estimate] {len(arms)} arm(s) x {len(seeds)} seed(s): about {total:.0f} s"
+          f"{', without ' + ' '.join(unknown) if unknown else ''}; add the model's loading and the session's setup",
+          flush=True)
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 
@@ -562,6 +606,10 @@ def main(argv: list[str] | None = None) -> int:
                              "only start a later arm, so that a comparison of later arms fits one session (a "
                              "warm-up trained only is not checked for tool calls before the arms after it)")
     parser.add_argument("--report-only", action="store_true", help="regenerate the report from the results file")
+    parser.add_argument("--estimate", action="store_true",
+                        help="print how long --arms (with --train-only, --seeds, --scale) should take, from the times "
+                             "--results records for them (median of their runs), and run nothing: what fits a "
+                             "GPU session")
     parser.add_argument("--merge", type=Path, nargs="+", default=[], metavar="RESULTS",
                         help="add the runs of these results files (invocations run side by side) to --results, "
                              "then write the report")
@@ -613,6 +661,10 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as error:
                 parser.error(f"--add-heldout: {error}")
         save_results(arguments.results, results)
+    if arguments.estimate:
+        print_estimate(results, arguments.arms, arguments.train_only, arguments.seeds, arguments.scale,
+                       model_name(arguments.model) if arguments.model is not None else None)
+        return 0
     if arguments.report_only or arguments.merge or arguments.add_heldout:
         write_report(results, arguments.report, figures_dir, arguments.results)
         print(f"[proof] report: {arguments.report}")

@@ -279,6 +279,37 @@ def test_results_of_side_by_side_invocations_merge_into_one_file(tmp_path: Path)
     assert len(json.loads(merged.read_text())["superseded"]) == 1
 
 
+def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_nothing(tmp_path: Path, capsys) -> None:
+    def run(arm: str, train_seconds: float, eval_seconds: float | None, scale: str = "epoch") -> dict:
+        evaluated = eval_seconds is not None
+        return {"arm": arm, "seed": 1, "scale": scale, "model_name": "qc", "device": "H100",
+                "train_seconds": train_seconds, "seconds": train_seconds + (eval_seconds or 0.0),
+                "evals": {"heldout": {}} if evaluated else {}}
+
+    results = {"runs": {"sft-4x/seed1/epoch": run("sft-4x", 200.0, 40.0),
+                        "easy-sft4x/seed1/epoch": run("easy-sft4x", 300.0, None),
+                        "mixed-informative-sft4x/seed1/epoch": run("mixed-informative-sft4x", 250.0, 30.0),
+                        "sft-4x/seed1/gpu": run("sft-4x", 9999.0, 1.0, scale="gpu")},  # another scale: not counted
+               "superseded": {"sft-4x/seed1/epoch@abc": run("sft-4x", 220.0, 100.0)}}
+    path = tmp_path / "results.json"
+    learning_proof.save_results(path, results)
+    # The median over runs and superseded runs; evals only where the arm is evaluated; an unrun arm timed as the arm
+    # it ablates; one that has neither, said.
+    assert learning_proof.recorded_seconds(results, "sft-4x", "epoch", "qc", evaluate=True) == (280.0, 2, "H100")
+    assert learning_proof.recorded_seconds(results, "sft-4x", "epoch", "qc", evaluate=False) == (210.0, 2, "H100")
+    assert learning_proof.recorded_seconds(results, "easy-sft4x", "epoch", "other model", evaluate=True) is None
+    argv = ["--results", str(path), "--report", str(tmp_path / "report.md"), "--estimate", "--scale", "epoch",
+            "--seeds", "1", "2", "--arms", "sft-4x", "easy-sft4x", "mixed-informative-sft4x-lr5e-5", "no-penalty",
+            "--train-only", "sft-4x"]
+    assert learning_proof.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "mixed-informative-sft4x-lr5e-5: 280 s a seed (median of 1 run(s) of mixed-informative-sft4x" in printed
+    assert "no-penalty: never run at scale epoch" in printed
+    # Easy's own evals were never recorded: it is timed with the median eval of the scale's evaluated runs (40 s).
+    assert "about 1660 s, without no-penalty" in printed  # 2 seeds x (210 + 340 + 280)
+    assert not (tmp_path / "report.md").exists()
+
+
 def test_runs_of_another_model_go_to_their_own_results_file(tmp_path: Path) -> None:
     measured = json.loads(learning_proof.DEFAULT_RESULTS.read_text())["runs"]["base/seed0/gpu"]
     assert measured["model_name"] == "qwen2.5-coder-0.5b-instruct"
