@@ -63,6 +63,32 @@ NOT_TOOLS = frozenset({"reset", "get_reward"})
 NO_ROWS_NOTE = "no rows"  # what a query's output ends with when it returned no rows
 
 
+# SQLite's "no such column" error: the qualifier the query wrote (if any) and the column.
+MISSING_COLUMN = re.compile(r"no such column: (?:(\w+)\.)?(\w+)")
+
+
+def columns_read(sql: str, database: ReadOnlyDatabase) -> dict[str, list[str]]:
+    """The columns of each real table ``sql`` reads, as the database stores them, by the table's name as written
+    (tables the database lacks left out).
+
+    Raises:
+        SQLStructureError: the text is not a single parseable query.
+    """
+    stored = {table.lower(): table for table in database.table_names()}
+    return {table: [name for name, _ in database.columns(stored[table.lower()])]
+            for table in tables_used(sql) if table.lower() in stored}
+
+
+def references_with_column(column: str, references: dict[str, str], columns: dict[str, list[str]], *,
+                           other_than: str | None) -> list[str]:
+    """The names a query reads its tables by (``table_references``) whose table has ``column`` (``columns``: as
+    ``columns_read`` gives them), all but ``other_than``: where a column SQLite found missing under one alias is."""
+    column_sets = {table.lower(): {name.lower() for name in names} for table, names in columns.items()}
+    return [reference for reference, table in references.items()
+            if column.lower() in column_sets.get(table.lower(), set())
+            and reference.lower() != (other_than or "").lower()]
+
+
 def schema_hint(error: str, sql: str, database: ReadOnlyDatabase) -> str:
     """What a refused query's error needs for the next query to be fixed from it alone ("" where nothing helps).
 
@@ -72,23 +98,17 @@ def schema_hint(error: str, sql: str, database: ReadOnlyDatabase) -> str:
     a column of another table qualified by the wrong alias."""
     if "no such table" in error:
         return f"; tables are: {', '.join(database.table_names())}"
-    missing = re.search(r"no such column: (?:(\w+)\.)?(\w+)", error)
+    missing = MISSING_COLUMN.search(error)
     if missing is None:
         return ""
     try:
-        references, tables = table_references(sql), tables_used(sql)
+        references, columns = table_references(sql), columns_read(sql, database)
     except SQLStructureError:
         return ""
-    stored = {table.lower(): table for table in database.table_names()}
-    columns = {table: [name for name, _ in database.columns(stored[table.lower()])]
-               for table in tables if table.lower() in stored}
     if not columns:
         return ""
-    column_sets = {table.lower(): {name.lower() for name in names} for table, names in columns.items()}
     qualifier, column = missing.groups()
-    owners = [reference for reference, table in references.items()
-              if column.lower() in column_sets.get(table.lower(), set())
-              and reference.lower() != (qualifier or "").lower()]
+    owners = references_with_column(column, references, columns, other_than=qualifier)
     hint = ""
     if qualifier and owners:
         named = [owner if owner == references[owner] else f"{owner} ({references[owner]})" for owner in owners]

@@ -553,13 +553,14 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
     total, unknown = 0.0, []
     for name in arms:
         # An arm never run is timed as the arm it changes one setting of (its ablation's full setting), if that ran.
-        timed_as = next((candidate for candidate in (name, ARMS[name].ablates) if candidate is not None
-                         and recorded_seconds(results, candidate, scale, model, evaluate=True) is not None), None)
-        if timed_as is None:
+        timed = [(candidate, recorded) for candidate in (name, ARMS[name].ablates) if candidate is not None
+                 if (recorded := recorded_seconds(results, candidate, scale, model,
+                                                  evaluate=name not in train_only)) is not None]
+        if not timed:
             unknown.append(name)
             print(f"[estimate] {name}: never run at scale {scale}, nor the arm it ablates", flush=True)
             continue
-        seconds, runs, devices = recorded_seconds(results, timed_as, scale, model, evaluate=name not in train_only)
+        timed_as, (seconds, runs, devices) = timed[0]
         total += seconds * len(seeds)
         print(f"[estimate] {name}: {seconds:.0f} s a seed{'' if name not in train_only else ' (trained only)'} "
               f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}; {devices})", flush=True)

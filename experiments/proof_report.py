@@ -606,8 +606,9 @@ AFTER_REFUSED_QUERY_KINDS = ("no query after it", "the refused query again", "a 
 
 
 def refused_query_table(results: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """Per arm, the held-out episodes with a refused query by whether they queried again (eval's
-    after_refused_query): what a recovering warm-up is meant to change."""
+    """Per arm, the held-out episodes with a refused query by their next query (eval's after_refused_query): none,
+    the refused one again, or a changed one, then right or still wrong: what a recovering warm-up is meant to
+    change."""
     return held_out_counts_table(results, "after_refused_query", AFTER_REFUSED_QUERY_KINDS)
 
 

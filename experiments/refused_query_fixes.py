@@ -22,30 +22,25 @@ from typing import Any
 REPO_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_DIR))
 
-from agent_env import load_gold  # noqa: E402
+from agent_env import MISSING_COLUMN, columns_read, load_gold, references_with_column  # noqa: E402
 from spider_data import database_path  # noqa: E402
 from sql_structure import SQLStructureError, table_references  # noqa: E402
 from sqlite_readonly import DatabaseError, ReadOnlyDatabase  # noqa: E402
 from verifier import format_answer, verify_answer  # noqa: E402
 
-MISSING_QUALIFIED_COLUMN = re.compile(r"no such column: (\w+)\.(\w+)")
-
-
 def requalified(sql: str, error: str, database: ReadOnlyDatabase) -> str | None:
     """``sql`` with the column SQLite found missing under its qualifier moved to the one other table reference of
-    the query that has it; None where the error is not such a column, or no single table of the query has it."""
-    missing = MISSING_QUALIFIED_COLUMN.search(error)
-    if missing is None:
+    the query that has it (the table the environment's error names); None where the error is not such a column,
+    or no single table of the query has it."""
+    missing = MISSING_COLUMN.search(error)
+    if missing is None or missing.group(1) is None:
         return None
     qualifier, column = missing.groups()
     try:
-        references = table_references(sql)
+        references, columns = table_references(sql), columns_read(sql, database)
     except SQLStructureError:
         return None
-    stored = {table.lower(): table for table in database.table_names()}
-    owners = [reference for reference, table in references.items()
-              if reference.lower() != qualifier.lower() and table.lower() in stored
-              and column.lower() in {name.lower() for name, _ in database.columns(stored[table.lower()])}]
+    owners = references_with_column(column, references, columns, other_than=qualifier)
     if len(owners) != 1:
         return None
     pattern = rf"(?<![\w.\"']){re.escape(qualifier)}\.{re.escape(column)}\b"
