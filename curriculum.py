@@ -5,7 +5,8 @@
 
 The file (curriculum.yaml by default, ``train.py --curriculum``) is the place to change the curriculum; a phase's
 ``start_from`` names the earlier phase whose adapter it continues, and the epochs before a phase decide when the
-few-shot examples retire (fewshot.py).
+few-shot examples retire (fewshot.py). A phase's optional ``learning_rate`` replaces ``--learning_rate``'s default
+for that phase (a ``--learning_rate`` the user gives wins).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Phase:
     hardness: tuple[str, ...]
     epochs: float
     start_from: str | None = None
+    learning_rate: float | None = None  # None: --learning_rate's default
 
 
 def load_curriculum(path: str | Path) -> list[Phase]:
@@ -68,7 +70,21 @@ def _parse_phase(entry: object, where: str) -> Phase:
         raise ValueError(f"{where} ({entry['name']!r}): epochs must be a number above 0, got {epochs!r}")
     start_from = entry.get("start_from")
     return Phase(name=str(entry["name"]), hardness=names, epochs=float(epochs),
-                 start_from=None if start_from is None else str(start_from))
+                 start_from=None if start_from is None else str(start_from),
+                 learning_rate=_learning_rate(entry.get("learning_rate"), f"{where} ({entry['name']!r})"))
+
+
+def _learning_rate(value: object, where: str) -> float | None:
+    """A phase's learning rate as a float (YAML reads ``5e-5``, without a dot, as text), or None where unset."""
+    if value is None:
+        return None
+    try:
+        rate = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+    except ValueError:
+        rate = None
+    if rate is None or not rate > 0 or rate == float("inf"):
+        raise ValueError(f"{where}: learning_rate must be a number above 0 such as 5e-5, got {value!r}")
+    return rate
 
 
 def select_phase(phases: list[Phase], name: str) -> tuple[Phase, float]:

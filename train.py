@@ -75,7 +75,7 @@ from batching import (  # noqa: E402
     phase_length,
 )
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
-from dynamic_sampling import GroupOversampler
+from dynamic_sampling import GroupOversampler  # noqa: E402
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
@@ -342,7 +342,8 @@ class WarmupGRPOConfig(AgentGRPOConfig):
 
 # Defaults of the plan this project implements, at the scale the learning proof measured (docs/learning_proof.md:
 # 16 prompt groups of 6 an optimizer step at learning rate 2e-5 added +3.3 points in one epoch of the easy questions
-# over three seeds, where 4 groups a step added +1.1). TRL's own flags keep TRL's names. Micro-batches of 6: the
+# over three seeds, where 4 groups a step added +1.1). A curriculum phase may set its own learning rate
+# (curriculum.yaml: the mixed phase's is 5e-5). TRL's own flags keep TRL's names. Micro-batches of 6: the
 # 1.7B-shaped step with micro-batches of 6 x 1024 tokens peaked at 8.2 GiB (docs/gpu.md), inside the L4's 24 GB.
 GRPO_DEFAULTS: dict[str, Any] = dict(
     output_dir="outputs",
@@ -592,6 +593,11 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
                   f"({agent.curriculum})", flush=True)
         else:
             grpo.num_train_epochs = phase.epochs
+        if phase.learning_rate is not None and "learning_rate" in explicit:
+            print(f"[train] --learning_rate {grpo.learning_rate:g} replaces the phase's {phase.learning_rate:g} "
+                  f"({agent.curriculum})", flush=True)
+        elif phase.learning_rate is not None:
+            grpo.learning_rate = phase.learning_rate
         # Every process reads the folder before any of them trains, and a checkpoint of this run needs all of
         # them in training: so they all see the same checkpoints and decide alike (resume, refuse, start).
         checkpoint = check_outputs(agent, grpo, phase)
@@ -621,7 +627,7 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
     else:
         start = agent.model
     description = (f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
-                   f"start from {start}\n{summary}\n  {phase_length(len(dataset), grpo)}")
+                   f"learning rate {grpo.learning_rate:g}, start from {start}\n{summary}\n  {phase_length(len(dataset), grpo)}")
     return PhasePlan(phase, epochs_before_phase, checkpoint, dataset, fewshot, start_adapter, warmup, out_dir,
                      description)
 

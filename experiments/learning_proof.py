@@ -232,8 +232,11 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
                 # Micro-batches of 4, as every warm-up measured (the warm-up takes no accumulation).
                 "--warmup_steps", "5", "--per_device_train_batch_size", "4",
                 *arm.flags]
+    # Every GRPO arm names its learning rate, the scale's unless it sets its own: curriculum.yaml's phase rates
+    # came after most arms were measured, and an arm's command must keep meaning what it meant.
+    own_rate = "--learning_rate" in arm.flags
     argv = ["--phase", str(arm.phase), *common, "--max_steps", str(steps_for(arm, scale)),
-            "--learning_rate", str(scale.grpo_learning_rate),
+            *([] if own_rate else ["--learning_rate", str(scale.grpo_learning_rate)]),
             "--warmup_steps", str(5 * arm.optimizer_steps_per_generation),  # the ramp: 5 generation batches, any arm
             "--max_completion_length", str(scale.max_completion_length), "--save_steps", str(save_steps)]
     questions = scale.mixed_questions if arm.phase == "mixed" else scale.easy_questions

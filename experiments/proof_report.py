@@ -518,7 +518,7 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("sft", "mixed-informative"), ("easy", "mixed-oversample"), ("sft", "mixed-oversample"),
                ("sft-4x", "easy-sft4x"), ("easy-sft4x", "mixed-sft4x"), ("sft-4x", "mixed-sft4x"),
                ("easy-sft4x", "mixed-informative-sft4x"), ("sft-4x", "mixed-informative-sft4x"),
-               ("sft-4x", "mixed-informative-sft4x-3steps"), ("sft-4x-recover", "mixed-informative-sft4x-recover-3steps"),
+               ("sft-4x", "mixed-informative-sft4x-lr5e-5"), ("sft-4x", "mixed-informative-sft4x-3steps"), ("sft-4x-recover", "mixed-informative-sft4x-recover-3steps"),
                ("sft-4x-recover", "easy-sft4x-recover"), ("easy-sft4x-recover", "mixed-informative-sft4x-recover"),
                ("sft-4x-recover", "mixed-informative-sft4x-recover"), ("sft-4x", "easy-sft4x-fresh"),
                ("easy-sft4x-fresh", "mixed-informative-sft4x-fresh"), ("sft-4x", "mixed-informative-sft4x-fresh"))
@@ -568,6 +568,60 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
                      both(lambda run: _mean_of(run, "reward", slice(0, 20)), percent=False),
                      both(lambda run: _mean_of(run, "episode/post_episode_calls"), percent=False)]
             rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def flag_settings(flags: tuple[str, ...]) -> set[str]:
+    """A command line's flags as settings, each flag with its value ("--learning_rate 5e-5") or alone."""
+    settings, tokens = set(), list(flags)
+    while tokens:
+        flag = tokens.pop(0)
+        if tokens and not tokens[0].startswith("--"):
+            flag += " " + tokens.pop(0)
+        settings.add(flag)
+    return settings
+
+
+def lever_of(ablation: str) -> str | None:
+    """What an ablation changes in its own phase alone, from the start adapter of the full setting it is compared
+    with: the settings it adds ("--learning_rate 5e-5"), drops, or its optimizer steps a generation batch. None for
+    one that also changes an earlier phase or the warm-up, or whose recorded runs meant something else (retired):
+    only the same change, made the same way, pools across lines."""
+    arm = ARMS[ablation]
+    full = ARMS[str(arm.ablates)]
+    if arm.retired or (arm.phase, arm.start_from) != (full.phase, full.start_from):
+        return None
+    ours, theirs = flag_settings(arm.flags), flag_settings(full.flags)
+    parts = sorted(ours - theirs) + [f"without {setting}" for setting in sorted(theirs - ours)]
+    if arm.optimizer_steps_per_generation != full.optimizer_steps_per_generation:
+        parts.append(f"{arm.optimizer_steps_per_generation} optimizer steps a generation batch")
+    return ", ".join(parts) or None
+
+
+def lever_rows(results: dict[str, Any]) -> list[str]:
+    """Markdown rows: each lever measured in two pairs or more (several seeds, or several lines that made the same
+    change to their own full setting), its held-out changes and their questions pooled into one exact test."""
+    by_lever: dict[str, list[tuple[str, float, QuestionChanges | None]]] = {}
+    for ablation in ABLATIONS:
+        if (lever := lever_of(ablation)) is None:
+            continue
+        for seed, full, ablated in ablation_pairs(results, ablation):
+            before, after = (measured(run, "heldout", "accuracy", "overall") for run in (full, ablated))
+            if before is not None and after is not None:
+                pair = f"{line_of(ablated)} vs {line_of(full)}, seed {seed}"
+                by_lever.setdefault(lever, []).append((pair, after - before, question_changes(full, ablated)))
+    rows = []
+    for lever, pairs in by_lever.items():
+        if len(pairs) < 2:
+            continue
+        changes = [change * 100 for _, change, _ in pairs]
+        spread = f" ± {statistics.stdev(changes):.1f}"
+        compared = [questions for _, _, questions in pairs if questions is not None]
+        pooled = pooled_changes(compared)
+        cells = [f"`{lever}`", "; ".join(f"{pair}: {change:+.1f}" for (pair, _, _), change in zip(pairs, changes)),
+                 f"{statistics.mean(changes):+.1f}{spread} (n={len(pairs)})",
+                 f"{pooled.gained} / {pooled.lost} (p={pooled.p:.2g}, {len(compared)} pair(s))" if compared else "-"]
+        rows.append("| " + " | ".join(cells) + " |")
     return rows
 
 
@@ -890,6 +944,11 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                 "held-out hard | zero-advantage share | reward, first 20 steps | post-episode calls |"),
                "|---|---|---|---|---|---|---|---|---|---|---|", *ablations]
               if ablations else ["No ablation has run beside its full setting yet."])
+    if levers := lever_rows(results):
+        lines += ["", ("The same change measured more than once (several seeds, or several lines that each changed only "
+                       "this in one phase, from the full setting's own start adapter), pooled: the held-out change of "
+                       "each pair in points, and the questions gained / lost of all pairs in one exact McNemar test."),
+                  "", "| change | pairs | mean change (points) | gained / lost, pooled |", "|---|---|---|---|", *levers]
     lines += ["", "## The plan's verification list", "", "| check | measured | verdict |", "|---|---|---|"]
     lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
     lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]

@@ -516,8 +516,13 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
         assert getattr(grpo, setting[0]) == setting[1] != getattr(train.parse_config(plain_faster)[1], setting[0])
     argv = learning_proof.train_argv(proof_arms.ARMS["mixed-oversample-lr5e-5"], scale, tmp_path, BUILTIN_DATA_DIR,
                                      tmp_path, 8)
-    agent, grpo, _ = train.parse_config(argv)  # the arm's flags come after the scale's, and win
-    assert (agent.oversample_groups, grpo.learning_rate) == (8, 5e-5)
+    agent, grpo, _ = train.parse_config(argv)  # the arm's rate replaces the scale's
+    assert (agent.oversample_groups, grpo.learning_rate, argv.count("--learning_rate")) == (8, 5e-5, 1)
+    # A mixed arm without a rate of its own names the scale's, so curriculum.yaml's mixed rate does not apply to it.
+    grpo, explicit = train.parse_config(learning_proof.train_argv(proof_arms.ARMS["mixed-informative"], scale,
+                                                                  tmp_path, BUILTIN_DATA_DIR, tmp_path, 8))[1:]
+    assert "learning_rate" in explicit and grpo.learning_rate == scale.grpo_learning_rate
+    assert select_phase(load_curriculum(agent.curriculum), "mixed")[0].learning_rate != scale.grpo_learning_rate
     with pytest.raises(FileNotFoundError, match="run --arms sft-habit first"):
         learning_proof.train_argv(proof_arms.ARMS["no-penalty-habit"], scale, tmp_path, BUILTIN_DATA_DIR,
                                   tmp_path, 8)

@@ -334,6 +334,29 @@ def test_the_report_says_which_pooled_runs_are_shorter_and_which_runs_were_only_
     assert "| easy | 0 | gpu | 40 | - | - | 10 s |" in report
 
 
+def test_the_same_change_on_two_lines_pools_into_one_test_and_a_change_of_the_start_does_not() -> None:
+    assert proof_report.lever_of("mixed-lr5e-5") == proof_report.lever_of("mixed-informative-sft4x-lr5e-5") == (
+        "--learning_rate 5e-5")
+    assert proof_report.lever_of("mixed-informative-sft4x-3steps") == "3 optimizer steps a generation batch"
+    assert proof_report.lever_of("mixed-lr1e-4") is None  # it grows from easy-lr1e-4: two phases changed
+    assert proof_report.lever_of("sft-4x-retry") is None  # retired: its flags meant something else then
+
+    def run(arm: str, seed: int, outcomes: str) -> dict:
+        entry = _grpo_run(arm, seed, outcomes.count("1") / 4, outcomes, zero_share=0.25, reward=0.5)
+        return dict(entry, scale="epoch", warm_up_digest=str(seed))
+
+    runs = {"mixed/seed27/epoch": run("mixed", 27, "1100"),
+            "mixed-lr5e-5/seed27/epoch": run("mixed-lr5e-5", 27, "1110"),
+            "mixed-informative-sft4x/seed30/epoch": run("mixed-informative-sft4x", 30, "0100"),
+            "mixed-informative-sft4x-lr5e-5/seed30/epoch": run("mixed-informative-sft4x-lr5e-5", 30, "1011")}
+    [row] = proof_report.lever_rows({"runs": runs})
+    assert row == ("| `--learning_rate 5e-5` | mixed-lr5e-5@epoch vs mixed@epoch, seed 27: +25.0; "
+                   "mixed-informative-sft4x-lr5e-5@epoch vs mixed-informative-sft4x@epoch, seed 30: +50.0 | "
+                   "+37.5 ± 17.7 (n=2) | 4 / 1 (p=0.38, 2 pair(s)) |")
+    del runs["mixed-lr5e-5/seed27/epoch"]
+    assert proof_report.lever_rows({"runs": runs}) == []  # measured once: the ablation table has it
+
+
 def test_an_ablation_pairs_with_its_full_setting_at_the_same_scale_only() -> None:
     def run(arm: str, scale: str, outcomes: str) -> dict:
         entry = _grpo_run(arm, 21, outcomes.count("1") / 4, outcomes, zero_share=0.25, reward=0.5)

@@ -151,9 +151,25 @@ def test_defaults_follow_the_plan() -> None:
     assert grpo.generation_batch_size == 24 and grpo.gradient_accumulation_steps % grpo.steps_per_generation == 0
     assert grpo.chat_template_kwargs == {"enable_thinking": False}
     phases = load_curriculum(agent.curriculum)
-    assert [(p.name, p.hardness, p.epochs, p.start_from) for p in phases] == [
-        ("easy", ("easy",), 1.0, None), ("mixed", ("easy", "medium"), 2.0, "easy")]
+    assert [(p.name, p.hardness, p.epochs, p.start_from, p.learning_rate) for p in phases] == [
+        ("easy", ("easy",), 1.0, None, None), ("mixed", ("easy", "medium"), 2.0, "easy", 5e-5)]
     assert sum(phase.epochs for phase in phases) == 3
+
+
+def test_a_phase_learning_rate_replaces_the_default_not_the_users(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    curriculum = tmp_path / "c.yaml"  # as curriculum.yaml's, without a start adapter to train first
+    curriculum.write_text("phases:\n  - {name: fast, hardness: [easy], epochs: 1, learning_rate: 5e-5}\n"
+                          "  - {name: plain, hardness: [easy], epochs: 1}\n")
+    common = ["--model", TINY_MODEL, "--curriculum", str(curriculum), "--output_dir", str(tmp_path / "out"),
+              "--dry-run"]
+    train.main(["--phase", "fast", *common])
+    assert "phase fast: easy, 1 epoch(s), learning rate 5e-05," in capsys.readouterr().out
+    train.main(["--phase", "plain", *common])
+    assert "phase plain: easy, 1 epoch(s), learning rate 2e-05," in capsys.readouterr().out
+    train.main(["--phase", "fast", "--learning_rate", "1e-5", *common])
+    output = capsys.readouterr().out
+    assert "--learning_rate 1e-05 replaces the phase's 5e-05" in output and "learning rate 1e-05," in output
 
 
 @pytest.mark.parametrize(("argv", "generation_batch"), [
@@ -249,6 +265,10 @@ def test_a_custom_curriculum_needs_no_code_change(tmp_path: Path) -> None:
     ("  - easy", "phase 1: expected a mapping with name, hardness and epochs, got 'easy'"),
     ("  - {name: x, hardness: [easy], epochs: 0}", r"phase 1 \('x'\): epochs must be a number above 0, got 0"),
     ("  - {name: x, hardness: [easy], epochs: one}", "epochs must be a number above 0, got 'one'"),
+    ("  - {name: x, hardness: [easy], epochs: 1, learning_rate: fast}",
+     r"phase 1 \('x'\): learning_rate must be a number above 0 such as 5e-5, got 'fast'"),
+    ("  - {name: x, hardness: [easy], epochs: 1, learning_rate: -1e-5}", "learning_rate must be a number above 0"),
+    ("  - {name: x, hardness: [easy], epochs: 1, learning_rate: true}", "learning_rate must be a number above 0"),
     ("  - {name: x, hardness: [easy], epochs: 1}\n  - {name: x, hardness: [medium], epochs: 1}", "two phases are named 'x'"),
     ("  - {name: x, hardness: [Medium, EASY, easy], epochs: 1}\n  - {name: y, hardness: [easy], epochs: 1, start_from: z}",
      "phase 'y' starts from 'z', not an earlier phase"),
@@ -265,6 +285,10 @@ def test_curriculum_hardness_names_are_read_as_the_data_loader_reads_them(tmp_pa
     curriculum = tmp_path / "c.yaml"
     curriculum.write_text("phases:\n  - {name: x, hardness: [Medium, EASY, easy], epochs: 1}\n")
     assert load_curriculum(curriculum)[0].hardness == ("easy", "medium")
+    # YAML reads 5e-5 (no dot) as text, 5.0e-5 as a number: both are the same rate here
+    curriculum.write_text("phases:\n  - {name: x, hardness: [easy], epochs: 1, learning_rate: 5e-5}\n"
+                          "  - {name: y, hardness: [easy], epochs: 1, learning_rate: 5.0e-5}\n")
+    assert [phase.learning_rate for phase in load_curriculum(curriculum)] == [5e-5, 5e-5]
     curriculum.write_text("phases: [\n")
     with pytest.raises(ValueError, match="not valid YAML"):
         load_curriculum(curriculum)
