@@ -11,8 +11,6 @@ one fix can add: the rest of the query is often wrong too. It prints the counts,
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import sys
 from collections import Counter
@@ -23,6 +21,7 @@ REPO_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_DIR))
 
 from agent_env import MISSING_COLUMN, columns_read, load_gold, references_with_column  # noqa: E402
+from eval_reports import each_report  # noqa: E402
 from spider_data import database_path  # noqa: E402
 from sql_structure import SQLStructureError, table_references  # noqa: E402
 from sqlite_readonly import DatabaseError, ReadOnlyDatabase  # noqa: E402
@@ -78,17 +77,9 @@ def count_fixes(questions: list[dict[str, Any]], data_dir: Path) -> Counter[str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("reports", nargs="+", type=Path, help="report.json files of python -m eval")
-    parser.add_argument("--data-dir", type=Path, required=True, help="the Spider folder the reports were run on")
-    arguments = parser.parse_args(argv)
-    for report in arguments.reports:
-        questions = json.loads(report.read_text(encoding="utf-8"))["questions"]
-        missing = sorted({q["db_id"] for q in questions if not database_path(arguments.data_dir, q["db_id"]).is_file()})
-        if missing:
-            parser.error(f"{report}: no database for {', '.join(missing[:3])} under {arguments.data_dir}/database")
+    for report, questions, data_dir in each_report(__doc__, argv):
         print(f"{report}: {len(questions)} questions")
-        for name, count in count_fixes(questions, arguments.data_dir).items():
+        for name, count in count_fixes(questions, data_dir).items():
             print(f"  {name}: {count}")
     return 0
 

@@ -11,7 +11,6 @@ anyway. It prints the counts, by the call's shape and by what came right before 
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -23,6 +22,7 @@ REPO_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_DIR))
 
 from agent_env import judge_answer, load_gold, returned_no_rows  # noqa: E402
+from eval_reports import each_report  # noqa: E402
 from spider_data import database_path  # noqa: E402
 
 ANSWER_CALL = re.compile(r'"name"\s*:\s*"answer"')
@@ -74,19 +74,10 @@ def count_lost_answers(questions: list[dict[str, Any]], data_dir: Path) -> Count
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("reports", nargs="+", type=Path, help="report.json files of python -m eval")
-    parser.add_argument("--data-dir", type=Path, required=True, help="the Spider folder the reports were run on")
-    arguments = parser.parse_args(argv)
-    for report in arguments.reports:
-        questions = json.loads(report.read_text(encoding="utf-8"))["questions"]
-        lost = [q for q in questions if q.get("stop_reason") == "malformed_tool_call"]
-        missing = sorted({q["db_id"] for q in lost if not database_path(arguments.data_dir, q["db_id"]).is_file()})
-        if missing:
-            parser.error(f"{report}: no database for {', '.join(missing[:3])} under {arguments.data_dir}/database")
+    for report, questions, data_dir in each_report(__doc__, argv):
         scored = sum(question.get("skip_reason") is None for question in questions)
         print(f"{report}: {scored} questions scored")
-        counts = count_lost_answers(questions, arguments.data_dir)
+        counts = count_lost_answers(questions, data_dir)
         for name, count in counts.items():
             if not name.startswith("shape: "):
                 print(f"  {name}: {count}")
