@@ -78,11 +78,13 @@ def _learning_rate(value: object, where: str) -> float | None:
     """A phase's learning rate as a float (YAML reads ``5e-5``, without a dot, as text), or None where unset."""
     if value is None:
         return None
-    try:
-        rate = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
-    except ValueError:
-        rate = None
-    if rate is None or not rate > 0 or rate == float("inf"):
+    rate = None
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            rate = float(value)
+        except ValueError:
+            pass
+    if rate is None or not 0 < rate < float("inf"):
         raise ValueError(f"{where}: learning_rate must be a number above 0 such as 5e-5, got {value!r}")
     return rate
 
