@@ -89,7 +89,8 @@ def tiny_model(tiny_model_dir: Path) -> None:
 TINY_MODEL = ""
 
 
-def run_phase(output_dir: Path, *extra: str, before_train: Any = None) -> Path | None:
+def run_phase(output_dir: Path, *extra: str, before_train: Any = None, learning_rate: str | None = "1e-3",
+              ) -> Path | None:
     agent = ScriptedAgent()
 
     def hook(trainer: Any) -> None:
@@ -99,7 +100,8 @@ def run_phase(output_dir: Path, *extra: str, before_train: Any = None) -> Path |
 
     argv = ["--output_dir", str(output_dir), "--model", TINY_MODEL, "--max_questions", "2", "--num_generations", "2",
             "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2", "--max_completion_length", "1536", "--save_steps", "1",
-            "--report_to", "none", "--learning_rate", "1e-3", "--warmup_steps", "0", *extra]
+            "--report_to", "none", "--warmup_steps", "0",
+            *(["--learning_rate", learning_rate] if learning_rate is not None else []), *extra]
     return train.main(argv, before_train=hook)
 
 
@@ -431,6 +433,16 @@ def test_mixed_phase_starts_from_the_easy_adapter(tmp_path: Path) -> None:
     assert all(seen[name].float().allclose(saved[name].float()) for name in saved)
     mixed_rollouts = read_jsonl(tmp_path / "mixed" / "rollouts.jsonl")
     assert not any(rollout["fewshot_in_prompt"] for rollout in mixed_rollouts)  # retired after epoch 1
+
+
+@pytest.mark.slow
+def test_a_phase_learning_rate_is_the_rate_the_optimizer_steps_with(tmp_path: Path) -> None:
+    curriculum = tmp_path / "c.yaml"
+    curriculum.write_text("phases:\n  - {name: fast, hardness: [easy], epochs: 1, learning_rate: 5e-5}\n")
+    run_phase(tmp_path / "out", "--phase", "fast", "--curriculum", str(curriculum), learning_rate=None)
+    rates = [entry["learning_rate"] for entry in read_jsonl(tmp_path / "out" / "fast" / "metrics.jsonl")
+             if "learning_rate" in entry]
+    assert rates and all(rate == pytest.approx(5e-5) for rate in rates)
 
 
 class Interrupt(Exception):
