@@ -593,11 +593,12 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
                   f"({agent.curriculum})", flush=True)
         else:
             grpo.num_train_epochs = phase.epochs
-        if phase.learning_rate is not None and "learning_rate" in explicit:
-            print(f"[train] --learning_rate {grpo.learning_rate:g} replaces the phase's {phase.learning_rate:g} "
-                  f"({agent.curriculum})", flush=True)
-        elif phase.learning_rate is not None:
-            grpo.learning_rate = phase.learning_rate
+        if phase.learning_rate is not None:
+            if "learning_rate" in explicit:
+                print(f"[train] --learning_rate {grpo.learning_rate:g} replaces the phase's {phase.learning_rate:g} "
+                      f"({agent.curriculum})", flush=True)
+            else:
+                grpo.learning_rate = phase.learning_rate
         # Every process reads the folder before any of them trains, and a checkpoint of this run needs all of
         # them in training: so they all see the same checkpoints and decide alike (resume, refuse, start).
         checkpoint = check_outputs(agent, grpo, phase)

@@ -518,7 +518,8 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("sft", "mixed-informative"), ("easy", "mixed-oversample"), ("sft", "mixed-oversample"),
                ("sft-4x", "easy-sft4x"), ("easy-sft4x", "mixed-sft4x"), ("sft-4x", "mixed-sft4x"),
                ("easy-sft4x", "mixed-informative-sft4x"), ("sft-4x", "mixed-informative-sft4x"),
-               ("sft-4x", "mixed-informative-sft4x-lr5e-5"), ("sft-4x", "mixed-informative-sft4x-3steps"), ("sft-4x-recover", "mixed-informative-sft4x-recover-3steps"),
+               ("sft-4x", "mixed-informative-sft4x-lr5e-5"), ("sft-4x", "mixed-informative-sft4x-3steps"),
+               ("sft-4x-recover", "mixed-informative-sft4x-recover-3steps"),
                ("sft-4x-recover", "easy-sft4x-recover"), ("easy-sft4x-recover", "mixed-informative-sft4x-recover"),
                ("sft-4x-recover", "mixed-informative-sft4x-recover"), ("sft-4x", "easy-sft4x-fresh"),
                ("easy-sft4x-fresh", "mixed-informative-sft4x-fresh"), ("sft-4x", "mixed-informative-sft4x-fresh"))
@@ -945,9 +946,10 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                "|---|---|---|---|---|---|---|---|---|---|---|", *ablations]
               if ablations else ["No ablation has run beside its full setting yet."])
     if levers := lever_rows(results):
-        lines += ["", ("The same change measured more than once (several seeds, or several lines that each changed only "
-                       "this in one phase, from the full setting's own start adapter), pooled: the held-out change of "
-                       "each pair in points, and the questions gained / lost of all pairs in one exact McNemar test."),
+        lines += ["", ("The same change measured more than once (several seeds, or several lines that each "
+                       "changed only this in one phase, from the full setting's own start adapter), pooled: the "
+                       "held-out change of each pair in points, and the questions gained / lost of all pairs in one "
+                       "exact McNemar test."),
                   "", "| change | pairs | mean change (points) | gained / lost, pooled |", "|---|---|---|---|", *levers]
     lines += ["", "## The plan's verification list", "", "| check | measured | verdict |", "|---|---|---|"]
     lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]

@@ -6,7 +6,8 @@ An episode that ends on a tool call the parser cannot read (stop_reason ``malfor
 never answered. Where that call is an answer whose value can still be read by eye (the drift GRPO phases showed:
 ``{"name": "answer", "value": "..."}}``, the arguments object dropped), the value is judged against the gold result
 as answer() judges it. The count right bounds what the format defect costs; the rest of those episodes were lost
-anyway. It prints the counts, by the call's shape and by what came right before it (a refused query, a result of no rows).
+anyway. It prints the counts, by the call's shape and by what came right before it (a refused query, a result of
+no rows).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ ANSWER_CALL = re.compile(r'"name"\s*:\s*"answer"')
 VALUE = re.compile(r'"value"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
+COUNTED = ("episodes ending on an unreadable call", "  right after a refused query",
+           "  right after a query that returned no rows", "a whole answer value in it", "that value right")
+
+
 def shape_of(text: str) -> str:
     """Which kind of unreadable call ``text`` ends on: an answer without its arguments object, another answer, or
     another tool's call."""
@@ -50,10 +55,7 @@ def value_read_by_eye(text: str) -> str | None:
 
 
 def count_lost_answers(questions: list[dict[str, Any]], data_dir: Path) -> Counter[str]:
-    counts: Counter[str] = Counter(dict.fromkeys(("episodes ending on an unreadable call",
-                                                  "  right after a refused query",
-                                                  "  right after a query that returned no rows", "a whole answer value in it",
-                                                  "that value right"), 0))
+    counts: Counter[str] = Counter(dict.fromkeys(COUNTED, 0))  # printed in this order, zeros too
     for question in questions:
         if question.get("skip_reason") is not None or question.get("stop_reason") != "malformed_tool_call":
             continue
