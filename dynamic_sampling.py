@@ -6,8 +6,9 @@
 A prompt group whose completions all earned the same reward has zero advantage and gives no gradient. Each
 generation round (one call of TRL's ``_generate_and_score_completions``: the rows of ``steps_per_generation``
 micro-batches) here generates ``extra_groups`` more groups than TRL asked for, then hands TRL back exactly as many
-groups as it asked for: first the groups whose advantages differ (reward spread), in generation order, then, only
-when there are too few of those, groups without. Whole groups are kept or dropped, never split. Generating more rows
+groups as it asked for: first the groups whose advantages differ (reward spread; with ``signal='answers'``, DAPO's own
+filter, the groups where some episodes answered right and some did not), in generation order, then, only when there
+are too few of those, the others. Whole groups are kept or dropped, never split. Generating more rows
 costs little on a GPU, where decoding is launch-bound (a decode step at 96 rows costs 7.6 ms against 5.4 ms at 6,
 docs/gpu.md); what a step trains on keeps its size.
 
@@ -55,16 +56,20 @@ class GroupSelection:
 
     kept: list[int]
     generated: int
-    informative: int  # generated groups whose advantages differ
-    kept_zero_advantage: int
+    informative: int  # generated groups that differ in the signal (advantages, or answers)
+    kept_zero_advantage: int  # kept groups whose advantages are all alike, whatever the signal
+    kept_alike_answers: int | None = None  # kept groups whose episodes all answered alike; None: answers not given
 
     def rows(self, group_size: int) -> list[int]:
         return [group * group_size + offset for group in self.kept for offset in range(group_size)]
 
 
-def select_groups(advantages: torch.Tensor, group_size: int, keep: int) -> GroupSelection:
-    """``keep`` groups of ``group_size`` consecutive rows: those whose advantages differ first, in their order, then
-    groups without, in theirs, only as many as are missing; the kept groups in generation order.
+def select_groups(advantages: torch.Tensor, group_size: int, keep: int, answers: Sequence[bool] | None = None,
+                  signal: str = "reward") -> GroupSelection:
+    """``keep`` groups of ``group_size`` consecutive rows: those that differ in ``signal`` first, in their order, then
+    the others, only as many as are missing; the kept groups in generation order. Signal 'reward': the group's
+    advantages differ. Signal 'answers' (DAPO's filter; needs each row's ``answers``, right or not): some of its
+    episodes answered right and some did not.
 
     A group of equal rewards gets the same advantage in every row (the same arithmetic on the same numbers), but not
     always 0: (reward - mean) / (std + 1e-4) of a float32 mean's rounding error can reach 1e-3. So a group teaches
@@ -72,13 +77,20 @@ def select_groups(advantages: torch.Tensor, group_size: int, keep: int) -> Group
     informative sampler count reward spread."""
     if advantages.numel() % group_size or advantages.numel() // group_size < keep:
         raise ValueError(f"{advantages.numel()} rows do not make at least {keep} whole groups of {group_size}")
+    if answers is not None and len(answers) != advantages.numel():
+        raise ValueError(f"{len(answers)} answers for {advantages.numel()} rows")
+    if signal == "answers" and answers is None:
+        raise ValueError("signal 'answers' needs each row's answer (right or not)")
     groups = advantages.detach().reshape(-1, group_size)
-    spread = (groups.max(dim=1).values - groups.min(dim=1).values).tolist()
-    informative = [group for group, value in enumerate(spread) if value > SPREAD_EPSILON]
-    alike = [group for group, value in enumerate(spread) if value <= SPREAD_EPSILON]
-    kept_informative = informative[:keep]
-    fill = alike[:keep - len(kept_informative)]
-    return GroupSelection(sorted(kept_informative + fill), len(spread), len(informative), len(fill))
+    zero_advantage = [value <= SPREAD_EPSILON for value in (groups.max(dim=1).values - groups.min(dim=1).values).tolist()]
+    alike_answers = (None if answers is None else
+                     [len(set(answers[start:start + group_size])) == 1 for start in range(0, len(answers), group_size)])
+    alike = alike_answers if signal == "answers" and alike_answers is not None else zero_advantage
+    informative = [group for group, same in enumerate(alike) if not same]
+    others = [group for group, same in enumerate(alike) if same]
+    kept = sorted(informative[:keep] + others[:max(0, keep - len(informative))])
+    return GroupSelection(kept, len(alike), len(informative), sum(zero_advantage[group] for group in kept),
+                          None if alike_answers is None else sum(alike_answers[group] for group in kept))
 
 
 def keep_rows(output: dict[str, Any], rows: Sequence[int]) -> dict[str, Any]:
@@ -147,12 +159,19 @@ class GroupOversampler:
     """Generates ``extra_groups`` more prompt groups each round and keeps as many groups as TRL asked for (see the
     module docstring); logs oversample/* per optimizer step through TRL's metrics."""
 
-    def __init__(self, extra_groups: int, seed: int, would_defer: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, extra_groups: int, seed: int, would_defer: Callable[[str], bool] | None = None,
+                 answers_of: Callable[[], list[bool]] | None = None, signal: str = "reward") -> None:
+        """``answers_of``: whether each episode of the round just scored answered right, in row order (the
+        rollout logger's ``last_answers``); needed for ``signal`` 'answers', logged with either signal."""
         if extra_groups < 1:
             raise ValueError(f"extra_groups must be at least 1, got {extra_groups}")
+        if signal == "answers" and answers_of is None:
+            raise ValueError("signal 'answers' needs answers_of, each scored episode's answer (right or not)")
         self.extra_groups = extra_groups
         self.seed = seed
         self.would_defer = would_defer
+        self.answers_of = answers_of
+        self.signal = signal
 
     def install(self, trainer: Any) -> None:
         """Wrap this trainer's ``_generate_and_score_completions`` (TRL's ``_prepare_inputs`` calls it on the
@@ -175,13 +194,18 @@ class GroupOversampler:
             # a group: the question num_generations times in a row
             extra_rows = [dict(row) for row in questions for _ in range(group_size)]
             output = score([*inputs, *extra_rows])
-            selection = select_groups(output["advantages"], group_size, len(inputs) // group_size)
+            answers = self.answers_of() if self.answers_of is not None else None
+            selection = select_groups(output["advantages"], group_size, len(inputs) // group_size, answers,
+                                      self.signal)
             metrics = trainer._metrics["train"]
             metrics["oversample/generated_groups"].append(selection.generated * rounds_per_step)
             kept_informative = len(selection.kept) - selection.kept_zero_advantage
             metrics["oversample/kept_informative_groups"].append(kept_informative * rounds_per_step)
             metrics["oversample/trained_zero_advantage_share"].append(
                 selection.kept_zero_advantage / len(selection.kept))
+            if selection.kept_alike_answers is not None:
+                metrics["oversample/trained_alike_answers_share"].append(
+                    selection.kept_alike_answers / len(selection.kept))
             return keep_rows(output, selection.rows(group_size))
 
         trainer._generate_and_score_completions = score_with_extra_groups

@@ -3,8 +3,9 @@
 A prompt group whose completions all earned the same reward (all right, or all wrong) has zero advantage and
 gives no gradient; by the end of a phase 35-60% of the groups were such (docs/learning_proof.md). In the spirit of
 DAPO's dynamic sampling, but without generating groups only to throw them away, ``InformativeSampler`` remembers
-each question's last visits and defers a question whose last ``window`` groups all had zero reward spread: the
-slot goes to the next question in the pass. A deferred question comes back after ``max_deferrals`` deferrals (the
+each question's last visits and defers a question whose last ``window`` groups all had zero reward spread (or, with
+``signal='answers'``, all answered alike: all right or all wrong, whatever their shaped rewards): the slot goes to the
+next question in the pass. A deferred question comes back after ``max_deferrals`` deferrals (the
 model may have changed), and a question never seen is always served. The stream has the same length as TRL's own
 sampler's, so a run sees the same number of episodes; informative questions are simply visited more often than
 ones the model has settled. DAPO's way itself, generating extra groups and training on the ones with reward spread,
@@ -32,6 +33,9 @@ from spider_data import question_key
 
 HISTORY_FILENAME = "question_history.json"
 SPREAD_EPSILON = 1e-9  # rewards closer than this count as equal (no advantage)
+# What a group must differ in to have taught something (--group_signal): any reward spread, the shaped part included
+# (what TRL's advantages see under scale_rewards='group'), or its answers, some right and some not (DAPO's filter).
+GROUP_SIGNALS = ("reward", "answers")
 
 
 @dataclass
@@ -41,6 +45,12 @@ class Visit:
     correct: int
     completions: int
     reward_spread: float
+
+    def taught_nothing(self, signal: str) -> bool:
+        """Whether the group was alike in what ``signal`` (one of GROUP_SIGNALS) names."""
+        if signal == "answers":
+            return self.correct in (0, self.completions)
+        return self.reward_spread < SPREAD_EPSILON
 
 
 @dataclass
@@ -53,9 +63,11 @@ class InformativeSampler(Sampler[int]):
     """TRL's sampler contract, deferring questions whose last groups taught nothing (see the module docstring)."""
 
     def __init__(self, question_keys: Sequence[str], num_generations: int, groups_per_batch: int, repeat_count: int,
-                 seed: int, window: int = 1, max_deferrals: int = 2) -> None:
+                 seed: int, window: int = 1, max_deferrals: int = 2, signal: str = "reward") -> None:
         if window < 1 or max_deferrals < 0:
             raise ValueError(f"window must be at least 1 and max_deferrals at least 0, got {window} and {max_deferrals}")
+        if signal not in GROUP_SIGNALS:
+            raise ValueError(f"signal must be one of {', '.join(GROUP_SIGNALS)}, got {signal!r}")
         if groups_per_batch > len(question_keys):
             raise ValueError(f"a batch of {groups_per_batch} prompt groups needs at least that many questions, "
                              f"got {len(question_keys)}")
@@ -65,6 +77,7 @@ class InformativeSampler(Sampler[int]):
         self.repeat_count = repeat_count
         self.window = window
         self.max_deferrals = max_deferrals
+        self.signal = signal
         self.generator = torch.Generator().manual_seed(seed)
         self.records: dict[str, QuestionRecord] = {}
         self.deferred = 0  # deferrals since the last take_counts()
@@ -95,12 +108,13 @@ class InformativeSampler(Sampler[int]):
                     yield from [index] * self.num_generations
 
     def should_defer(self, key: str) -> bool:
-        """Whether a question's last ``window`` groups all had zero reward spread, and it has not yet been deferred
-        ``max_deferrals`` times since it was last served."""
+        """Whether a question's last ``window`` groups all taught nothing (no reward spread, or with signal
+        'answers' all right or all wrong), and it has not yet been deferred ``max_deferrals`` times since it was last
+        served."""
         record = self.records.get(key)
         if record is None or len(record.visits) < self.window or record.deferrals >= self.max_deferrals:
             return False
-        return all(visit.reward_spread < SPREAD_EPSILON for visit in record.visits[-self.window:])
+        return all(visit.taught_nothing(self.signal) for visit in record.visits[-self.window:])
 
     def record(self, keys: Sequence[str], rewards: Sequence[float], correct: Sequence[bool]) -> None:
         """The outcomes of one scored batch, completion by completion, in TRL's order (group after group)."""
@@ -145,13 +159,13 @@ def dataset_question_keys(dataset: Any) -> list[str]:
 
 
 def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None,
-                     resumed_checkpoint: Path | None = None) -> InformativeSampler:
+                     resumed_checkpoint: Path | None = None, signal: str = "reward") -> InformativeSampler:
     """A phase's question sampler (used under --sampling informative; it records every group either way), for the
     rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the checkpoint a resumed run
     continues (which holds its start adapter's history too) or else of the phase its start adapter came from."""
     sampler = InformativeSampler(dataset_question_keys(dataset), grpo.num_generations,
                                  grpo.generation_batch_size // grpo.num_generations,
-                                 grpo.num_iterations * grpo.steps_per_generation, grpo.seed)
+                                 grpo.num_iterations * grpo.steps_per_generation, grpo.seed, signal=signal)
     for folder in (resumed_checkpoint, start_adapter):
         if folder is not None and sampler.load(folder):
             print(f"[train] question history of {len(sampler.records)} questions from {folder}", flush=True)

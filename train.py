@@ -90,7 +90,7 @@ from output_folders import (  # noqa: E402
     start_afresh,
     warmup_questions,
 )
-from sampling import question_sampler  # noqa: E402
+from sampling import GROUP_SIGNALS, question_sampler  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, check_data_dir, question_key, to_grpo_rows  # noqa: E402
 from start_adapter import load_adapter_weights, same_model, start_adapter_base  # noqa: E402
 from training_logs import (  # noqa: E402
@@ -219,8 +219,18 @@ class AgentConfig(sft.WarmupConfig):
     sampling: str = field(
         default="informative",
         metadata={"help": "Which questions a step trains on: 'informative' (sampling.py: a question whose last group "
-                          "scored alike, all right or all wrong, waits while others take its slot; the same number of "
-                          "episodes; the learning proof's best mixed phase) or 'plain' (TRL's shuffled passes)."},
+                          "scored alike, every episode the same reward, waits while others take its slot; the same "
+                          "number of episodes; the learning proof's best mixed phase; --group_signal answers: all "
+                          "right or all wrong) or 'plain' (TRL's shuffled passes)."},
+    )
+    group_signal: str = field(
+        default="reward",
+        metadata={"help": "What a prompt group must differ in to have taught something, for --sampling informative "
+                          "and --oversample_groups: 'reward' (any reward spread, the shaped part included: what TRL's "
+                          "advantages see under --scale_rewards group; every measured run) or 'answers' (some "
+                          "episodes right and some not, DAPO's filter; under --scale_rewards batch a group whose "
+                          "episodes differ only in shaped rewards gets advantages near 0). 'answers' is not yet "
+                          "measured on a GPU."},
     )
     skip_warmup_questions: bool = field(
         default=False,
@@ -238,8 +248,8 @@ class AgentConfig(sft.WarmupConfig):
                           "round's); the step trains on the same number of episodes. frac_reward_zero_std, episode/* "
                           "and rollout/episodes_per_s count every generated group; oversample/* what was trained on. "
                           "0: off. At 8 on an H200 (real 0.5B, docs/gpu.md 2026-12-04): 8%% of trained groups "
-                          "without spread against 36%% plain, 1.27x the step time; its held-out effect is not yet "
-                          "measured. One process only."},
+                          "without spread against 36%% plain, 1.27x the step time, and +0.3 points held-out over plain "
+                          "sampling from the same easy adapter (seed 26). One process only."},
     )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
@@ -281,6 +291,8 @@ class AgentConfig(sft.WarmupConfig):
                              f"{self.max_questions}")
         if self.sampling not in ("plain", "informative"):
             raise ValueError(f"--sampling must be 'plain' or 'informative', got {self.sampling!r}")
+        if self.group_signal not in GROUP_SIGNALS:
+            raise ValueError(f"--group_signal must be one of {', '.join(GROUP_SIGNALS)}, got {self.group_signal!r}")
         if self.oversample_groups < 0:
             raise ValueError(f"--oversample_groups is a number of extra prompt groups a generation round (0: off), "
                              f"got {self.oversample_groups}")
@@ -502,7 +514,8 @@ def build_trainer(
         trainer._get_train_sampler = lambda *args, **kwargs: sampler  # TRL builds its data loader from this
     if agent.oversample_groups:  # the extra questions, too, skip those the informative sampler would defer
         would_defer = rollout_logger.sampler.should_defer if informative else None
-        GroupOversampler(agent.oversample_groups, grpo.seed, would_defer).install(trainer)
+        GroupOversampler(agent.oversample_groups, grpo.seed, would_defer, lambda: rollout_logger.last_answers,
+                         agent.group_signal).install(trainer)
     return trainer
 
 
@@ -692,7 +705,9 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     for adapter_config in model.peft_config.values():  # the base as loaded here, whatever the loader recorded:
         adapter_config.base_model_name_or_path = agent.model  # later phases and eval load this one (checkpoints too)
     rollout_logger = RolloutLogger(plan.out_dir, grpo.num_generations, agent.rollouts_logged_per_step,
-                                   question_sampler(grpo, plan.dataset, plan.start_adapter, plan.checkpoint))
+                                   question_sampler(grpo, plan.dataset, plan.start_adapter, plan.checkpoint,
+                                                    signal=agent.group_signal),
+                                   scale_rewards=grpo.scale_rewards)
 
     # --- trainer and training
     def write_model_card(**_: Any) -> None:  # in place of TRL's, whose card names no base for a local folder

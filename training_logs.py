@@ -36,14 +36,16 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from batching import optimizer_steps_per_generation
 from episode_stats import EpisodeOutcome, episode_outcome, episode_stats
 from prompt import FEWSHOT_HEADER
-from sampling import InformativeSampler
+from sampling import SPREAD_EPSILON, InformativeSampler
 from spider_data import question_key
 
 # Curves worth looking at, by the key TRL or episode_metrics logs them under.
 PLOTTED_METRICS = {
     "reward": "reward (mean)",
     "reward_std": "reward spread (std)",
-    "frac_reward_zero_std": "groups with zero advantage (generated)",
+    # Not TRL's frac_reward_zero_std: under scale_rewards='batch' that tests the batch's spread, not each group's.
+    "episode/zero_advantage_groups": "groups with zero advantage (generated)",
+    "episode/shaping_only_advantage": "advantage weight on groups all right or all wrong",
     "oversample/trained_zero_advantage_share": "groups with zero advantage (trained on)",  # --oversample_groups only
     "episode/post_episode_calls": "calls after the episode, per episode",
     "episode/accuracy": "training accuracy",
@@ -64,9 +66,56 @@ def _prompt_groups(values: list[Any], group_size: int) -> list[list[Any]]:
     return [values[start : start + group_size] for start in range(0, len(values), group_size)]
 
 
+# Each group's own spread, whatever scale_rewards is (TRL's frac_reward_zero_std, under 'batch', is the batch's).
+ZERO_ADVANTAGE = "episode/zero_advantage_groups"
+
+
 def zero_advantage_share(rewards: list[float], group_size: int) -> float:
     """Share of prompt groups whose completions all got the same reward (no gradient signal)."""
-    return _mean([float(max(group) - min(group) < 1e-9) for group in _prompt_groups(rewards, group_size)])
+    return _mean([float(max(group) - min(group) < SPREAD_EPSILON) for group in _prompt_groups(rewards, group_size)])
+
+
+@dataclass(frozen=True)
+class ShapingOnlyShares:
+    """How much of a step's signal answers to the shaped reward alone: groups whose episodes were all right or all
+    wrong but whose rewards still differ (shaping, the post-episode penalty). TRL's default ``scale_rewards='group'``
+    divides each group by its own spread, so such a group's advantages are as large as those of a group where some
+    episodes answered right and some did not (real 0.5B runs: 17-59% of the groups with reward spread)."""
+
+    groups: float  # share of the step's groups
+    advantage: float  # share of the step's summed |advantage|, as TRL computes it under ``scale_rewards``
+
+
+def shaping_only_shares(rewards: list[float], correct: list[bool], group_size: int,
+                        scale_rewards: str) -> ShapingOnlyShares:
+    """The shares above, with TRL 1.15's advantage: reward minus its group's mean, divided by the group's standard
+    deviation ('group'), the whole batch's ('batch') or by nothing ('none'), plus 1e-4."""
+    batch_std = _stdev(rewards)
+
+    def divisor(group_rewards: list[float]) -> float:
+        if scale_rewards == "none":
+            return 1.0
+        return (batch_std if scale_rewards == "batch" else _stdev(group_rewards)) + 1e-4
+
+    groups = list(zip(_prompt_groups(rewards, group_size), _prompt_groups(correct, group_size), strict=True))
+    weight_all = weight_shaping_only = 0.0
+    shaping_only = 0
+    for group_rewards, group_correct in groups:
+        if max(group_rewards) - min(group_rewards) < SPREAD_EPSILON:
+            continue  # no spread, no advantage
+        centre = statistics.fmean(group_rewards)
+        weight = sum(abs(reward - centre) for reward in group_rewards) / divisor(group_rewards)
+        weight_all += weight
+        if all(group_correct) or not any(group_correct):
+            shaping_only += 1
+            weight_shaping_only += weight
+    return ShapingOnlyShares(shaping_only / len(groups) if groups else 0.0,
+                             weight_shaping_only / weight_all if weight_all else 0.0)
+
+
+def _stdev(values: list[float]) -> float:
+    """The sample standard deviation (n - 1), as TRL's nanstd; 0 for fewer than two values."""
+    return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def solved_group_shares(correct: list[bool], group_size: int) -> tuple[float, float]:
@@ -147,8 +196,10 @@ class RolloutLogger(TrainerCallback):
     """Logs episode metrics each step, writes sampled rollouts and every log line to JSONL files."""
 
     def __init__(self, out_dir: Path, group_size: int, rollouts_per_step: int = 2,
-                 sampler: InformativeSampler | None = None) -> None:
+                 sampler: InformativeSampler | None = None, scale_rewards: str = "group") -> None:
         self.out_dir = Path(out_dir)
+        self.scale_rewards = scale_rewards  # GRPOConfig's: how TRL scales the advantages these rewards become
+        self.last_answers: list[bool] = []  # whether each episode of the batch scored last answered right
         self.sampler = sampler  # told every scored group, so it can defer questions that taught nothing
         self.group_size = group_size
         self.rollouts_per_step = rollouts_per_step
@@ -182,8 +233,9 @@ class RolloutLogger(TrainerCallback):
                  for prompt, completion, environment, level, key in
                  zip(prompts, completions, environments, local_levels, local_keys, strict=True)]
         prompts, completions, episodes, rewards, levels, keys = (list(column) for column in zip(*gather_object(local)))
+        self.last_answers = [episode.is_correct for episode in episodes]
         if self.sampler is not None:
-            self.sampler.record(keys, rewards, [episode.is_correct for episode in episodes])
+            self.sampler.record(keys, rewards, self.last_answers)
         outcomes = [episode_outcome(episode, completion if isinstance(completion, list) else [])
                     for episode, completion in zip(episodes, completions, strict=True)]
         self.totals.add(outcomes)
@@ -200,10 +252,14 @@ class RolloutLogger(TrainerCallback):
         if stats.requery_after_refusal is not None:  # only steps with a refused query measure these
             log_metric("episode/requery_after_refusal", stats.requery_after_refusal)
             log_metric("episode/resend_after_refusal", stats.resend_after_refusal or 0.0)
-        log_metric("episode/zero_advantage_groups", zero_advantage_share(rewards, self.group_size))
+        log_metric(ZERO_ADVANTAGE, zero_advantage_share(rewards, self.group_size))
         all_solved, none_solved = solved_group_shares([episode.is_correct for episode in episodes], self.group_size)
         log_metric("episode/groups_all_correct", all_solved)
         log_metric("episode/groups_none_correct", none_solved)
+        shaping_only = shaping_only_shares(rewards, [episode.is_correct for episode in episodes], self.group_size,
+                                           self.scale_rewards)
+        log_metric("episode/shaping_only_groups", shaping_only.groups)
+        log_metric("episode/shaping_only_advantage", shaping_only.advantage)
         by_hardness: dict[str, list[float]] = defaultdict(list)
         for episode, level in zip(episodes, levels, strict=True):
             by_hardness[level or "unknown"].append(float(episode.is_correct))
@@ -330,7 +386,8 @@ def report_run(out_dir: Path, log_history: list[dict[str, Any]], totals: RunTota
     print(f"[train] {run_summary(log_history)}", flush=True)
     print(f"[train] {totals.summary()}", flush=True)
     for line in [*learned_nothing_warnings(log_history, totals), vllm_alignment_warning(log_history),
-                 alike_groups_note(log_history), unreadable_calls_note(log_history)]:  # the warnings, then the notes
+                 alike_groups_note(log_history), shaping_weight_note(log_history),
+                 unreadable_calls_note(log_history)]:  # the warnings, then the notes
         if line:
             print(f"[train] {line}", flush=True)
     return curves
@@ -355,8 +412,8 @@ def learned_nothing_warnings(log_history: list[dict[str, Any]], totals: RunTotal
                         "--start_adapter OUTPUT_DIR/sft/adapter)")
     grad_norms = [entry["grad_norm"] for entry in log_history if "grad_norm" in entry]
     if grad_norms and not any(grad_norms):
-        zero_std = [entry["frac_reward_zero_std"] for entry in log_history if "frac_reward_zero_std" in entry]
-        why = (" (every group's episodes scored alike in every step: frac_reward_zero_std 1.0)"
+        zero_std = [entry[ZERO_ADVANTAGE] for entry in log_history if ZERO_ADVANTAGE in entry]
+        why = (f" (every group's episodes scored alike in every step: {ZERO_ADVANTAGE} 1.0)"
                if zero_std and all(share == 1 for share in zero_std) else "")
         warnings.append(f"WARNING: the gradient was 0 in all {len(grad_norms)} steps{why}, so the LoRA did not move")
     return warnings
@@ -390,7 +447,7 @@ def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
     """A line for a run that trained mostly on groups with no reward spread near its end, with what to try; None
     for a short run or one under the target. Counts the groups trained on (oversampling drops alike ones)."""
     trained = "oversample/trained_zero_advantage_share"
-    key = trained if any(trained in entry for entry in log_history) else "frac_reward_zero_std"
+    key = trained if any(trained in entry for entry in log_history) else ZERO_ADVANTAGE
     tail = last_tenth(log_history, key)
     if tail is None or tail.share <= ALIKE_GROUPS_TARGET:
         return None
@@ -398,6 +455,24 @@ def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
               else "--oversample_groups 8 (DAPO's dynamic sampling) trains on groups with spread first")
     return (f"NOTE: {tail.share:.0%} of the groups trained on in the last {tail.steps} of {tail.of_steps} steps scored "
             f"alike (all right or all wrong), so they gave no gradient; {advice}")
+
+
+# Under scale_rewards='group' a group whose episodes all answered alike but whose shaped rewards differ gets advantages
+# as large as one whose answers differ: about 30% of the groups with any spread in the real 0.5B's mixed phases
+# (docs/results.md, 2026-12-05h).
+SHAPING_WEIGHT_NOTE_SHARE = 0.20
+
+
+def shaping_weight_note(log_history: list[dict[str, Any]]) -> str | None:
+    """A line for a run whose advantages near its end went largely to groups that differed in shaped rewards only;
+    None otherwise or for a short run."""
+    tail = last_tenth(log_history, "episode/shaping_only_advantage")
+    if tail is None or tail.share <= SHAPING_WEIGHT_NOTE_SHARE:
+        return None
+    return (f"NOTE: {tail.share:.0%} of the advantage weight in the last {tail.steps} of {tail.of_steps} steps went to "
+            "groups whose episodes all answered alike (all right or all wrong) and differed only in shaped rewards "
+            "(at most 0.15); TRL's default scale_rewards 'group' makes those advantages as large as a right answer's. "
+            "--scale_rewards batch divides by the batch's spread instead, so the shaping stays a nudge")
 
 
 # Episodes that end on a tool call the parser cannot read get no answer and reward 0. Every plain mixed run of the

@@ -351,7 +351,8 @@ CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_epis
               "episode/answered", "episode/tool_calls", "step_time", "gpu/peak_reserved_gib", "rollout/generation_s",
               "rollout/generation_calls", "rollout/generation_share", "rollout/longest_turn_tokens",
               "rollout/episodes_per_s",
-              "episode/groups_all_correct", "episode/groups_none_correct", "sampler/deferred",
+              "episode/groups_all_correct", "episode/groups_none_correct", "episode/zero_advantage_groups",
+              "episode/shaping_only_groups", "episode/shaping_only_advantage", "sampler/deferred",
               "oversample/generated_groups", "oversample/trained_zero_advantage_share")
 
 

@@ -123,6 +123,24 @@ ARMS = {
     "mixed-informative-sft4x-lr5e-5": Arm("mixed-informative-sft4x-lr5e-5", "mixed", "easy-sft4x", "mixed_steps",
                                           ("--sampling", "informative", "--learning_rate", "5e-5"),
                                           ablates="mixed-informative-sft4x"),
+    # The same, with each group's advantages divided by the batch's reward spread instead of the group's own. Under
+    # TRL's default a group whose episodes all answered alike but whose shaped rewards differ (by 0.01-0.15) gets
+    # advantages as large as a group where some answered right: 15-20% of this phase's groups, about 30% of the
+    # groups with any spread (seeds 28-30, derived from their logged shares). Divided by the batch's spread (PPO
+    # Lite's group mean, batch std), the shaping stays the nudge it was meant as, and a group whose answers differ
+    # keeps about its size (the batch's spread, ~0.5, is a mixed group's).
+    "mixed-informative-sft4x-lr5e-5-batchstd": Arm("mixed-informative-sft4x-lr5e-5-batchstd", "mixed", "easy-sft4x",
+                                                   "mixed_steps", ("--sampling", "informative", "--learning_rate",
+                                                                   "5e-5", "--scale_rewards", "batch"),
+                                                   ablates="mixed-informative-sft4x-lr5e-5"),
+    # DAPO's dynamic sampling as DAPO filters: 8 extra groups a round, the groups whose answers differ (some right,
+    # some not) trained first, on top of the batch-scaled arm. Oversampling by reward spread met the signal target
+    # (8-15% of trained groups without spread) but kept groups whose answers were alike and whose shaping differed:
+    # 64-66% of its generated groups answered alike, and it bought +0.3 held-out (seed 26).
+    "mixed-dapo-sft4x-lr5e-5": Arm("mixed-dapo-sft4x-lr5e-5", "mixed", "easy-sft4x", "mixed_steps",
+                                   ("--sampling", "informative", "--learning_rate", "5e-5", "--scale_rewards", "batch",
+                                    "--oversample_groups", "8", "--group_signal", "answers"),
+                                   ablates="mixed-informative-sft4x-lr5e-5-batchstd"),
     # More updates from the same rollouts: the recipe's generation batch of 96 episodes trained as three optimizer
     # steps of 32 (PPO's mini-batches; TRL's clipped ratio bounds the two later steps' drift), where the
     # 4x line moved +3.4 in 58 steps of 96 at 2e-5. Generation is most of a step's time, so three times the updates

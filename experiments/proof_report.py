@@ -10,6 +10,7 @@ tables and the plan's verification list. The runner (learning_proof.py) writes t
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 from collections.abc import Callable
@@ -35,8 +36,19 @@ def measured(run: dict[str, Any], eval_name: str, *keys: str) -> float | None:
     return value
 
 
+# Each step's share of groups with no reward spread, read from each group's own rewards where the run logged it
+# (training_logs.ZERO_ADVANTAGE), else TRL's frac_reward_zero_std: the same number under scale_rewards='group', but
+# under 'batch' TRL's tests the whole batch's spread and reads 0.
+ZERO_SHARE = "zero-advantage share"
+ZERO_ADVANTAGE = "episode/zero_advantage_groups"
+
+
 def curve(run: dict[str, Any], key: str) -> list[float]:
-    return [float(step[key]) for step in run.get("curves", []) if key in step]
+    """A logged value of each step of a run (the steps that logged it); ZERO_SHARE from whichever key it has."""
+    steps = run.get("curves", [])
+    if key == ZERO_SHARE:
+        key = ZERO_ADVANTAGE if any(ZERO_ADVANTAGE in step for step in steps) else "frac_reward_zero_std"
+    return [float(step[key]) for step in steps if key in step]
 
 
 def optimizer_steps(run: dict[str, Any]) -> int:
@@ -261,7 +273,7 @@ def trained_zero_share(run: dict[str, Any], steps: slice = slice(None)) -> float
     """The mean share of a step's trained groups with no reward spread: what oversampling logs where it ran (it drops
     such groups after generating them), else the share of the groups generated, which were all trained on."""
     trained = _mean_of(run, TRAINED_ZERO_SHARE, steps)
-    return trained if trained is not None else _mean_of(run, "frac_reward_zero_std", steps)
+    return trained if trained is not None else _mean_of(run, ZERO_SHARE, steps)
 
 
 def last_tenth(run: dict[str, Any]) -> slice:
@@ -307,9 +319,9 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows.append(reward_slope_row([fit_slope(curve(run, "reward")) for run in runs_of(results, "easy")]))
     rows.append(paired_check(results, "ng4", ("zero-advantage groups, mean share over the phase (6 vs 4 "
                                               "generations, same warm-up; Welch t-test over steps)"),
-                             lambda run: _mean_of(run, "frac_reward_zero_std"),
+                             lambda run: _mean_of(run, ZERO_SHARE),
                              percent=True, better="lower", verdicts=("fewer with 6", "not fewer with 6"),
-                             test=per_step_difference_p("frac_reward_zero_std")))
+                             test=per_step_difference_p(ZERO_SHARE)))
     train_easy = [value for run in runs_of(results, "easy")
                   if (value := measured(run, "train_easy", "accuracy", "easy")) is not None]
     rows.append(("easy above 50% before mixed (train-part easy questions, after the easy phase)", _cell(train_easy),
@@ -506,6 +518,18 @@ def plan_scale_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows.append((f"the plan's scale ({PLAN_SCALE}): zero-advantage groups trained on <= {ZERO_SHARE_TARGET:.0%} over "
                  "the last tenth of each phase",
                  "; ".join(f"{line}: {_cell(values)}" for line, values in shares.items()) or "not run", share_verdict))
+    # The same target read by answers: a group whose episodes all answered alike can still have reward spread (the
+    # shaped part), but teaches nothing about answering right. Generated groups (oversampling logs no split of its
+    # own before 2026-12-05h).
+    alike = {line: [1 - statistics.fmean(values[last_tenth(run)]) for run in runs_of(results, line)
+                    if (values := answers_differ_curve(run))] for line in lines}
+    alike = {line: values for line, values in alike.items() if values}
+    met = [line for line, values in alike.items() if max(values) <= ZERO_SHARE_TARGET]
+    rows.append((f"the plan's scale ({PLAN_SCALE}), read by answers: groups whose episodes all answered alike (all "
+                 f"right or all wrong, whatever their shaped rewards) <= {ZERO_SHARE_TARGET:.0%} over the last tenth "
+                 "of each phase (generated groups)",
+                 "; ".join(f"{line}: {_cell(values)}" for line, values in alike.items()) or "not run",
+                 "not run" if not alike else f"met by {', '.join(met)}" if met else "fail"))
     return rows
 
 
@@ -717,6 +741,50 @@ def sharpening_rows(results: dict[str, Any]) -> list[str]:
     return rows
 
 
+ALL_CORRECT = "episode/groups_all_correct"
+SHAPING_ONLY_GROUPS = "episode/shaping_only_groups"
+SHAPING_ONLY_ADVANTAGE = "episode/shaping_only_advantage"
+
+
+def answers_differ_curve(run: dict[str, Any]) -> list[float]:
+    """Each step's share of groups where some episodes answered right and some did not."""
+    return [1 - every - none for every, none in zip(curve(run, ALL_CORRECT), curve(run, NONE_CORRECT), strict=True)]
+
+
+def shaping_only_curve(run: dict[str, Any]) -> list[float]:
+    """Each step's share of groups whose rewards differ although their episodes were all right or all wrong: logged
+    since 2026-12-05h, else what the step's three logged shares leave (all right + none right - no reward spread)."""
+    if logged := curve(run, SHAPING_ONLY_GROUPS):
+        return logged
+    alike_answers = [every + none for every, none in zip(curve(run, ALL_CORRECT), curve(run, NONE_CORRECT),
+                                                         strict=True)]
+    zero = curve(run, ZERO_SHARE)
+    if not alike_answers or len(zero) != len(alike_answers):
+        return []
+    return [max(0.0, alike - no_spread) for alike, no_spread in zip(alike_answers, zero, strict=True)]
+
+
+def signal_rows(results: dict[str, Any]) -> list[str]:
+    """Per GRPO arm, pooled over its runs: what its generated groups' reward spread answered to, over the phase and
+    its last tenth. A group where some episodes answered right and some not; one whose episodes all answered alike
+    but whose shaped rewards differ; one with no spread at all. Under TRL's scale_rewards='group' the second kind
+    gets advantages as large as the first's; the last column says what share of the summed |advantage| they got
+    (logged since 2026-12-05h)."""
+    rows = []
+    for arm in report_lines(results):
+        runs = [run for run in runs_of(results, arm) if shaping_only_curve(run)]
+        if not runs:
+            continue
+        cells = []
+        for series in (answers_differ_curve, shaping_only_curve, functools.partial(curve, key=ZERO_SHARE),
+                       functools.partial(curve, key=SHAPING_ONLY_ADVANTAGE)):
+            whole = [statistics.fmean(values) for run in runs if (values := series(run))]
+            tail = [statistics.fmean(values[last_tenth(run)]) for run in runs if (values := series(run))]
+            cells.append(f"{_cell(whole).split(' (n=')[0]} ({_cell(tail).split(' (n=')[0]})" if whole else "not logged")
+        rows.append(f"| {arm} | {len(runs)} | " + " | ".join(cells) + " |")
+    return rows
+
+
 def pooled_lengths(results: dict[str, Any]) -> list[str]:
     """For each arm whose evaluated runs differ in GRPO steps: which seeds ran how many (the accuracy table pools
     them, so that a shorter line counts as a line)."""
@@ -769,7 +837,7 @@ def plot_figures(results: dict[str, Any], folder: Path) -> list[Path]:
     figure, axes = plt.subplots(len(by_scale), 3, figsize=(16, 4 * len(by_scale)), squeeze=False)
     for row, (scale, by_arm) in zip(axes, sorted(by_scale.items())):
         for axis, key, title in ((row[0], "reward", "reward (group mean)"),
-                                 (row[1], "frac_reward_zero_std", "groups with no reward variance"),
+                                 (row[1], ZERO_SHARE, "groups with no reward variance"),
                                  (row[2], "episode/post_episode_calls", "calls after the episode, per episode")):
             for arm, arm_runs in by_arm.items():
                 plot_arm(axis, key, arm, arm_runs, colours[arm])
@@ -835,12 +903,12 @@ def plot_arm(axis: Any, key: str, arm: str, arm_runs: list[dict[str, Any]], colo
     seeds = ", ".join(str(run["seed"]) for run in arm_runs)
     axis.plot(range(1, len(mean) + 1), mean, color=colour, linewidth=2.2,
               label=f"{arm}: mean of seeds {seeds}" if len(arm_runs) > 1 else f"{arm}: seed {seeds}")
-    if key == "frac_reward_zero_std" and all(curve(run, "episode/groups_all_correct") for run in arm_runs):
+    if key == ZERO_SHARE and all(curve(run, "episode/groups_all_correct") for run in arm_runs):
         # Which of the two kinds of no-variance group: every completion right (dashed) or none (dotted).
         for kind, style in (("episode/groups_all_correct", "--"), ("episode/groups_none_correct", ":")):
             kind_mean = mean_over_runs([moving_average(curve(run, kind))[1] for run in arm_runs])
             axis.plot(range(1, len(kind_mean) + 1), kind_mean, color=colour, linestyle=style, linewidth=1.2)
-    if key == "frac_reward_zero_std" and all(curve(run, TRAINED_ZERO_SHARE) for run in arm_runs):
+    if key == ZERO_SHARE and all(curve(run, TRAINED_ZERO_SHARE) for run in arm_runs):
         # Oversampling drops alike groups after generating them: what it trained on is the share that matters.
         trained_mean = mean_over_runs([moving_average(curve(run, TRAINED_ZERO_SHARE))[1] for run in arm_runs])
         axis.plot(range(1, len(trained_mean) + 1), trained_mean, color=colour, linestyle="-.", linewidth=2.2)
@@ -927,6 +995,16 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                        "what it can lift pass@1 to; a flat pass@k means the phase sharpened what the model could "
                        "already do rather than finding new answers:"), "",
                   "| arm | runs | steps | pass@1 | pass@k |", "|---|---|---|---|---|", *sharpening]
+    signal = signal_rows(results)
+    if signal:
+        lines += ["", ("What each GRPO phase's groups had to learn from, as shares of its generated groups, mean over "
+                       "its steps (over the last tenth): some episodes right and some wrong; all right or all wrong "
+                       "but with different shaped rewards (shaping only); no reward spread. TRL's default "
+                       "scale_rewards='group' divides each group by its own spread, so a shaping-only group's "
+                       "advantages are as large as those of a group whose answers differ; the last column is their "
+                       "share of the advantages' summed absolute values (logged from 2026-12-05h on):"), "",
+                  "| arm | runs | answers differ | shaping only | no spread | advantage weight on shaping only |",
+                  "|---|---|---|---|---|---|", *signal]
     unreadable = unreadable_call_lines(results)
     if unreadable:
         lines += ["", "An unreadable tool call as the model wrote it (the first an eval kept; line breaks as \\n):", "",

@@ -70,6 +70,22 @@ def test_too_few_informative_groups_are_filled_with_alike_ones_in_their_order() 
     assert int(keep_rows(batch, selection.rows(2))["num_items_in_batch"]) == 0 + 1 + 2 + 3 + 4 + 5
 
 
+def test_under_the_answers_signal_groups_whose_answers_differ_come_first() -> None:
+    # 3 groups of 2: answers differ; all wrong but shaping differs (advantages too); all right, alike
+    advantages = torch.tensor([1.0, -1.0, 0.7, -0.7, 0.0, 0.0])
+    answers = [True, False, False, False, True, True]
+    by_reward = select_groups(advantages, group_size=2, keep=2, answers=answers)
+    assert by_reward.kept == [0, 1] and by_reward.kept_zero_advantage == 0 and by_reward.kept_alike_answers == 1
+    by_answers = select_groups(advantages, group_size=2, keep=2, answers=answers, signal="answers")
+    assert by_answers.kept == [0, 1] and by_answers.informative == 1  # the first alike group fills the slot
+    assert select_groups(advantages, 2, keep=1, answers=answers, signal="answers").kept == [0]
+    assert select_groups(advantages, 2, keep=1).kept_alike_answers is None  # not known without answers
+    with pytest.raises(ValueError, match="needs each row's answer"):
+        select_groups(advantages, 2, keep=1, signal="answers")
+    with pytest.raises(ValueError, match="5 answers for 6 rows"):
+        select_groups(advantages, 2, keep=1, answers=answers[:5])
+
+
 def test_equal_rewards_count_as_zero_advantage_even_when_rounding_makes_it_nonzero() -> None:
     # (r - mean) / (std + 1e-4) of a mean rounded off by one float32 step: the same small value in every row.
     alike = 1.1920929e-07 / 1e-4
@@ -157,9 +173,9 @@ class HalfSettledAgent(ScriptedAgent):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampling", ["plain", "informative"])
+@pytest.mark.parametrize(("sampling", "signal"), [("plain", "reward"), ("informative", "reward"), ("plain", "answers")])
 def test_a_step_generates_an_extra_group_and_trains_on_the_one_with_spread(
-        tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str], sampling: str) -> None:
+        tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str], sampling: str, signal: str) -> None:
     agent = HalfSettledAgent()
     trained: list[dict[str, Any]] = []
 
@@ -179,7 +195,7 @@ def test_a_step_generates_an_extra_group_and_trains_on_the_one_with_spread(
     argv = ["--output_dir", str(tmp_path), "--model", str(tiny_model_dir), "--max_questions", "2",
             "--num_generations", "2", "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2",
             "--max_completion_length", "1536", "--save_strategy", "no", "--report_to", "none", "--phase", "easy",
-            "--oversample_groups", "1", "--sampling", sampling]
+            "--oversample_groups", "1", "--sampling", sampling, "--group_signal", signal]
     adapter = train.main(argv, before_train=hook)
     steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
     assert len(steps) == 2 == len(trained)
@@ -197,6 +213,8 @@ def test_a_step_generates_an_extra_group_and_trains_on_the_one_with_spread(
         assert all(step["oversample/kept_informative_groups"] == 1 for step in steps)
         assert all(step["oversample/trained_zero_advantage_share"] == 0.0 < step["frac_reward_zero_std"] == 0.5
                    for step in steps)
+        # the settled question's group answered alike (all right); the one trained on did not
+        assert all(step["oversample/trained_alike_answers_share"] == 0.0 for step in steps)
     # Every generated group reached the question history, the settled question's too (2 a step).
     history = json.loads((adapter / "question_history.json").read_text())
     assert sum(len(visits) for visits in history.values()) == 4

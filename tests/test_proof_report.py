@@ -384,6 +384,29 @@ def test_the_zero_advantage_share_counts_the_groups_trained_on() -> None:
     assert proof_report.trained_zero_share(oversampled) == 0.0  # none trained on, whatever was generated
 
 
+def test_the_zero_advantage_share_is_each_groups_own_where_the_run_logged_it() -> None:
+    # Under scale_rewards='batch' TRL's frac_reward_zero_std tests the whole batch's spread and reads 0.
+    batch_scaled = {"curves": [{"frac_reward_zero_std": 0.0, "episode/zero_advantage_groups": 0.5}] * 2}
+    assert proof_report.trained_zero_share(batch_scaled) == 0.5
+    assert proof_report.curve({"curves": [{"frac_reward_zero_std": 0.3}]}, proof_report.ZERO_SHARE) == [0.3]
+
+
+def test_the_groups_spread_is_split_into_answers_shaping_and_none() -> None:
+    # Before the share was logged, it is what the other three leave: all right 0.2 + none right 0.4 - no spread 0.5
+    older = {"arm": "mixed", "seed": 1, "scale": "gpu",
+             "curves": [{"episode/groups_all_correct": 0.2, "episode/groups_none_correct": 0.4,
+                         "frac_reward_zero_std": 0.5}] * 10}
+    logged = {"arm": "mixed", "seed": 2, "scale": "gpu",
+              "curves": [{"episode/groups_all_correct": 0.2, "episode/groups_none_correct": 0.4,
+                          "episode/zero_advantage_groups": 0.3, "episode/shaping_only_groups": 0.3,
+                          "episode/shaping_only_advantage": 0.25}] * 10}
+    assert proof_report.shaping_only_curve(older) == pytest.approx([0.1] * 10)
+    [row] = proof_report.signal_rows({"runs": {"mixed/seed1/gpu": older}})
+    assert row == "| mixed | 1 | 40.0% (40.0%) | 10.0% (10.0%) | 50.0% (50.0%) | not logged |"
+    [row] = proof_report.signal_rows({"runs": {"mixed/seed2/gpu": logged}})
+    assert row.endswith("| 30.0% (30.0%) | 30.0% (30.0%) | 25.0% (25.0%) |")
+
+
 def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_warm_up() -> None:
     def run(arm: str, seed: int, overall: float, zero_shares: tuple[float, ...] = (), trained: bool = False) -> dict:
         key = "oversample/trained_zero_advantage_share" if trained else "frac_reward_zero_std"
@@ -396,7 +419,7 @@ def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_war
             "mixed-informative/seed2/epoch": run("mixed-informative", 2, 0.42, (0.4,) * 10),
             "mixed-oversample/seed1/epoch": run("mixed-oversample", 1, 0.40, (0.0,) * 9 + (0.2,), trained=True),
             "mixed/seed1/gpu": {"arm": "mixed", "seed": 1, "evals": {"heldout": _heldout(0.50)}}}
-    gain, final, share = proof_report.plan_scale_rows({"runs": runs})
+    gain, final, share, by_answers = proof_report.plan_scale_rows({"runs": runs})
     assert gain[1] == ("mixed-informative@epoch: 6.0 points ± 0.0 (n=2); mixed-oversample@epoch: 3.0 points (n=1)")
     assert gain[2] == "5 points or more on mixed-informative@epoch, 2 of the 3 seeds asked"  # the gpu line is not here
     assert final[1:] == ("mixed-informative@epoch: 42.5% ± 0.7 (n=2); mixed-oversample@epoch: 40.0% (n=1)", "fail")
@@ -404,7 +427,12 @@ def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_war
     assert share[1] == ("easy@epoch: 30.0% (n=1); mixed-informative@epoch: 40.0% ± 0.0 (n=2); "
                         "mixed-oversample@epoch: 20.0% (n=1)")
     assert share[2] == "met by mixed-oversample@epoch"
-    assert [row[1:] for row in proof_report.plan_scale_rows({"runs": {}})] == [("not run", "not run")] * 3
+    assert by_answers[1:] == ("not run", "not run")  # no run logged how its groups answered
+    # read by answers: all right 0.2 + none right 0.3 answered alike, whatever their reward spread
+    runs["mixed-informative/seed1/epoch"]["curves"] = [{"episode/groups_all_correct": 0.2,
+                                                        "episode/groups_none_correct": 0.3}] * 10
+    assert proof_report.plan_scale_rows({"runs": runs})[3][1:] == ("mixed-informative@epoch: 50.0% (n=1)", "fail")
+    assert [row[1:] for row in proof_report.plan_scale_rows({"runs": {}})] == [("not run", "not run")] * 4
 
 
 def test_why_held_out_answers_were_wrong_pools_an_arms_runs_that_recorded_it(tmp_path: Path) -> None:

@@ -54,6 +54,18 @@ def test_a_question_all_wrong_is_deferred_too_but_one_with_reward_spread_is_not(
     assert chunks(list(sampler), sampler)[0] == order[1:3]
 
 
+def test_under_the_answers_signal_a_group_all_wrong_is_deferred_whatever_its_shaping() -> None:
+    by_reward, by_answers = (InformativeSampler(KEYS, num_generations=2, groups_per_batch=2, repeat_count=1, seed=0,
+                                                signal=signal) for signal in ("reward", "answers"))
+    order = torch.randperm(8, generator=torch.Generator().manual_seed(0)).tolist()
+    for sampler in (by_reward, by_answers):  # both wrong; one of them saw the gold result (+0.05)
+        sampler.record([KEYS[order[0]]] * 2, [0.07, 0.02], [False, False])
+    assert chunks(list(by_reward), by_reward)[0] == order[0:2]  # reward spread: served
+    assert chunks(list(by_answers), by_answers)[0] == order[1:3]  # answered alike: it waits
+    with pytest.raises(ValueError, match="signal must be one of reward, answers"):
+        InformativeSampler(KEYS, 2, 1, 1, seed=0, signal="accuracy")
+
+
 def test_a_deferred_question_comes_back() -> None:
     sampler = InformativeSampler(KEYS[:2], num_generations=1, groups_per_batch=1, repeat_count=1, seed=0,
                                  max_deferrals=2)

@@ -316,6 +316,7 @@ def test_grpo_run_calls_every_tool_and_the_post_episode_penalty_shows(tmp_path: 
     assert step_logs and all(entry["episode/post_episode_calls"] == 1.0 for entry in step_logs)
     assert all(entry["frac_reward_zero_std"] == 0.0 for entry in step_logs)  # right and wrong in every group
     assert all(entry["episode/groups_all_correct"] == 0.0 == entry["episode/groups_none_correct"] for entry in step_logs)
+    assert all(entry["episode/shaping_only_advantage"] == 0.0 for entry in step_logs)  # every group's spread: answers
     # right by the exact text asked for never exceeds right by the relaxed verifier
     assert all(0.0 <= entry["episode/accuracy_exact_text"] <= entry["episode/accuracy"] for entry in step_logs)
     assert (tmp_path / "easy" / "training_curves.png").stat().st_size > 0
@@ -443,6 +444,23 @@ def test_a_phase_learning_rate_is_the_rate_the_optimizer_steps_with(tmp_path: Pa
     rates = [entry["learning_rate"] for entry in read_jsonl(tmp_path / "out" / "fast" / "metrics.jsonl")
              if "learning_rate" in entry]
     assert rates and all(rate == pytest.approx(5e-5) for rate in rates)
+
+
+@pytest.mark.slow
+def test_the_advantage_scaling_reaches_trl_and_the_episode_logs(tmp_path: Path) -> None:
+    from training_logs import RolloutLogger
+
+    seen: dict[str, Any] = {}
+
+    def record(trainer: Any) -> None:
+        seen["trl"] = trainer.scale_rewards
+        seen["logs"] = [callback.scale_rewards for callback in trainer.callback_handler.callbacks
+                        if isinstance(callback, RolloutLogger)]
+
+    run_phase(tmp_path, "--phase", "easy", "--scale_rewards", "batch", "--max_steps", "1", before_train=record)
+    assert seen == {"trl": "batch", "logs": ["batch"]}
+    (step,) = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "episode/accuracy" in entry]
+    assert step["episode/shaping_only_groups"] == 0.0 == step["episode/shaping_only_advantage"]  # answers differ
 
 
 class Interrupt(Exception):
@@ -1046,30 +1064,44 @@ def test_a_run_whose_episodes_end_on_unreadable_calls_says_so() -> None:
 
 
 def test_a_run_that_trained_mostly_on_alike_groups_near_its_end_says_what_to_try() -> None:
+    from training_logs import ZERO_ADVANTAGE as ZERO
     from training_logs import alike_groups_note
 
-    plain = [{"frac_reward_zero_std": 0.1}] * 18 + [{"frac_reward_zero_std": 0.5}] * 2
+    plain = [{ZERO: 0.1}] * 18 + [{ZERO: 0.5}] * 2
     note = alike_groups_note(plain)
     assert note is not None and note.startswith("NOTE: 50% of the groups trained on in the last 2 of 20 steps")
     assert "--oversample_groups 8" in note
     assert alike_groups_note(plain[:9]) is None  # too short to say
-    assert alike_groups_note([{"frac_reward_zero_std": 0.2}] * 20) is None  # at the target
+    assert alike_groups_note([{ZERO: 0.2}] * 20) is None  # at the target
     # oversampled: what was trained on counts, not what was generated
-    oversampled = [{"frac_reward_zero_std": 0.5, "oversample/trained_zero_advantage_share": 0.1}] * 20
+    oversampled = [{ZERO: 0.5, "oversample/trained_zero_advantage_share": 0.1}] * 20
     assert alike_groups_note(oversampled) is None
-    oversampled[-1] = {"frac_reward_zero_std": 0.9, "oversample/trained_zero_advantage_share": 0.7}
+    # TRL's own share tests the batch's spread under scale_rewards='batch' (0.0 there): each group's own is read
+    assert alike_groups_note([{"frac_reward_zero_std": 0.0, ZERO: 0.5}] * 20) is not None
+    oversampled[-1] = {ZERO: 0.9, "oversample/trained_zero_advantage_share": 0.7}
     assert "more extra groups (--oversample_groups)" in str(alike_groups_note(oversampled))
 
 
+def test_a_run_whose_advantages_went_mostly_to_shaping_differences_says_so() -> None:
+    from training_logs import shaping_weight_note
+
+    steps = [{"episode/shaping_only_advantage": 0.1}] * 18 + [{"episode/shaping_only_advantage": 0.4}] * 2
+    note = shaping_weight_note(steps)
+    assert note is not None and note.startswith("NOTE: 40% of the advantage weight in the last 2 of 20 steps")
+    assert "--scale_rewards batch" in note
+    assert shaping_weight_note(steps[:18] + steps[:2]) is None  # 10%: under the line
+    assert shaping_weight_note([{"reward": 0.5}] * 20) is None  # logged before the share existed
+
+
 def test_a_run_that_could_not_learn_says_so() -> None:
-    from training_logs import RunTotals, learned_nothing_warnings
+    from training_logs import ZERO_ADVANTAGE, RunTotals, learned_nothing_warnings
 
     silent = RunTotals(episodes=16)
     flat = [{"grad_norm": 0.0, "reward": 0.0}, {"grad_norm": 0.0, "reward": 0.0}]
     no_calls, zero_gradient = learned_nothing_warnings(flat, silent)
     assert "no tool call in any of 16 episodes" in no_calls and "--phase sft" in no_calls
     assert "gradient was 0 in all 2 steps, so the LoRA did not move" in zero_gradient  # no share logged: no cause
-    flat_groups = [dict(entry, frac_reward_zero_std=1.0) for entry in flat]
+    flat_groups = [{**entry, ZERO_ADVANTAGE: 1.0} for entry in flat]
     assert "scored alike in every step" in learned_nothing_warnings(flat_groups, silent)[1]
     moving = [{"grad_norm": 0.0}, {"grad_norm": 0.31}]
     assert learned_nothing_warnings(moving, RunTotals(episodes=16, tool_calls=40)) == []
@@ -1112,6 +1144,22 @@ def test_groups_without_variance_are_told_apart_by_whether_all_or_none_solved_it
     correct = [True, True, True, False, False, False, True, False, False]  # groups of 3: all, none, mixed
     assert solved_group_shares(correct, 3) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
     assert solved_group_shares([], 3) == (0.0, 0.0)
+
+
+def test_a_group_all_wrong_whose_shaping_differs_weighs_as_much_as_one_with_a_right_answer_under_group_scaling(
+) -> None:
+    from training_logs import shaping_only_shares
+
+    # groups of 3: one right answer; all wrong, one of them saw the gold result; all right alike (no spread)
+    correct = [True, False, False, False, False, False, True, True, True]
+    rewards = [1.07, 0.02, 0.02, 0.07, 0.02, 0.02, 1.07, 1.07, 1.07]
+    grouped = shaping_only_shares(rewards, correct, 3, "group")
+    assert grouped.groups == pytest.approx(1 / 3)
+    assert grouped.advantage == pytest.approx(1 / 2, rel=1e-2)  # the same shape of rewards over its own spread
+    # divided by one number for the whole batch, the groups weigh as their reward differences: 0.05 against 1.05
+    for scale in ("batch", "none"):
+        assert shaping_only_shares(rewards, correct, 3, scale).advantage == pytest.approx(0.05 / 1.10, rel=1e-3)
+    assert shaping_only_shares([1.07] * 3, [True] * 3, 3, "group") == shaping_only_shares([], [], 3, "group")
 
 
 # --- the documented workflow: help, config files, a second run, a phase after the warm-up ---------------
