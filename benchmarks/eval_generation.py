@@ -27,8 +27,8 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_DIR))
 sys.path.insert(1, str(REPO_DIR / "experiments"))  # learning_proof's record of an eval, and its sibling modules
 
-from eval.checkpoint import import_unsloth
-from eval.evaluate import (
+from eval.checkpoint import import_unsloth  # noqa: E402
+from eval.evaluate import (  # noqa: E402
     GENERATION_MODES,
     EvalSettings,
     default_backend,
