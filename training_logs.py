@@ -253,11 +253,10 @@ class RolloutLogger(TrainerCallback):
             log_metric("episode/requery_after_refusal", stats.requery_after_refusal)
             log_metric("episode/resend_after_refusal", stats.resend_after_refusal or 0.0)
         log_metric(ZERO_ADVANTAGE, zero_advantage_share(rewards, self.group_size))
-        all_solved, none_solved = solved_group_shares([episode.is_correct for episode in episodes], self.group_size)
+        all_solved, none_solved = solved_group_shares(self.last_answers, self.group_size)
         log_metric("episode/groups_all_correct", all_solved)
         log_metric("episode/groups_none_correct", none_solved)
-        shaping_only = shaping_only_shares(rewards, [episode.is_correct for episode in episodes], self.group_size,
-                                           self.scale_rewards)
+        shaping_only = shaping_only_shares(rewards, self.last_answers, self.group_size, self.scale_rewards)
         log_metric("episode/shaping_only_groups", shaping_only.groups)
         log_metric("episode/shaping_only_advantage", shaping_only.advantage)
         by_hardness: dict[str, list[float]] = defaultdict(list)

@@ -711,6 +711,7 @@ def unreadable_call_lines(results: dict[str, Any]) -> list[str]:
 
 ACCURACY = "episode/accuracy"
 NONE_CORRECT = "episode/groups_none_correct"
+ALL_CORRECT = "episode/groups_all_correct"
 
 
 def ends_of_phase(run: dict[str, Any]) -> tuple[slice, slice]:
@@ -741,7 +742,6 @@ def sharpening_rows(results: dict[str, Any]) -> list[str]:
     return rows
 
 
-ALL_CORRECT = "episode/groups_all_correct"
 SHAPING_ONLY_GROUPS = "episode/shaping_only_groups"
 SHAPING_ONLY_ADVANTAGE = "episode/shaping_only_advantage"
 
@@ -756,8 +756,7 @@ def shaping_only_curve(run: dict[str, Any]) -> list[float]:
     since 2026-12-05h, else what the step's three logged shares leave (all right + none right - no reward spread)."""
     if logged := curve(run, SHAPING_ONLY_GROUPS):
         return logged
-    alike_answers = [every + none for every, none in zip(curve(run, ALL_CORRECT), curve(run, NONE_CORRECT),
-                                                         strict=True)]
+    alike_answers = [1 - differ for differ in answers_differ_curve(run)]
     zero = curve(run, ZERO_SHARE)
     if not alike_answers or len(zero) != len(alike_answers):
         return []
@@ -778,8 +777,9 @@ def signal_rows(results: dict[str, Any]) -> list[str]:
         cells = []
         for series in (answers_differ_curve, shaping_only_curve, functools.partial(curve, key=ZERO_SHARE),
                        functools.partial(curve, key=SHAPING_ONLY_ADVANTAGE)):
-            whole = [statistics.fmean(values) for run in runs if (values := series(run))]
-            tail = [statistics.fmean(values[last_tenth(run)]) for run in runs if (values := series(run))]
+            logged = [(run, values) for run in runs if (values := series(run))]
+            whole = [statistics.fmean(values) for _, values in logged]
+            tail = [statistics.fmean(values[last_tenth(run)]) for run, values in logged]
             cells.append(f"{_cell(whole).split(' (n=')[0]} ({_cell(tail).split(' (n=')[0]})" if whole else "not logged")
         rows.append(f"| {arm} | {len(runs)} | " + " | ".join(cells) + " |")
     return rows
@@ -903,9 +903,9 @@ def plot_arm(axis: Any, key: str, arm: str, arm_runs: list[dict[str, Any]], colo
     seeds = ", ".join(str(run["seed"]) for run in arm_runs)
     axis.plot(range(1, len(mean) + 1), mean, color=colour, linewidth=2.2,
               label=f"{arm}: mean of seeds {seeds}" if len(arm_runs) > 1 else f"{arm}: seed {seeds}")
-    if key == ZERO_SHARE and all(curve(run, "episode/groups_all_correct") for run in arm_runs):
+    if key == ZERO_SHARE and all(curve(run, ALL_CORRECT) for run in arm_runs):
         # Which of the two kinds of no-variance group: every completion right (dashed) or none (dotted).
-        for kind, style in (("episode/groups_all_correct", "--"), ("episode/groups_none_correct", ":")):
+        for kind, style in ((ALL_CORRECT, "--"), (NONE_CORRECT, ":")):
             kind_mean = mean_over_runs([moving_average(curve(run, kind))[1] for run in arm_runs])
             axis.plot(range(1, len(kind_mean) + 1), kind_mean, color=colour, linestyle=style, linewidth=1.2)
     if key == ZERO_SHARE and all(curve(run, TRAINED_ZERO_SHARE) for run in arm_runs):
