@@ -101,6 +101,41 @@ def test_learning_rate_warms_up_then_decays() -> None:
     assert factors[-1] > 0.1 - 1e-9
 
 
+def test_a_steps_micro_batches_group_episodes_of_like_length_and_keep_every_one() -> None:
+    data = [sft.EncodedConversation([1] * length, [True] * length) for length in (50, 9, 48, 10, 30, 11, 31, 49)]
+    picked = [7, 1, 4, 0, 3, 6, 2, 5]
+
+    micro_batches = sft.length_sorted_micro_batches(picked, data, 3)
+
+    assert micro_batches == [[1, 3, 5], [4, 6, 2], [7, 0]]
+    padded = sum(len(micro) * max(len(data[index].input_ids) for index in micro) for micro in micro_batches)
+    in_order = [picked[start : start + 3] for start in range(0, len(picked), 3)]
+    assert padded < sum(len(micro) * max(len(data[index].input_ids) for index in micro) for micro in in_order)
+
+
+def test_grouping_by_length_leaves_the_steps_loss_as_it_was(tmp_path: Path, rows: list[dict[str, Any]]) -> None:
+    """The step divides the summed token loss by the step's tokens: which episodes share a micro-batch
+    must not change it (right padding is masked out of attention and loss)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model_dir = build_tiny_qwen3(tmp_path / "tiny")
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    template = masked_chat_template(tokenizer)
+    data = [sft.encode_conversation(tokenizer, c, template) for c in sft.oracle_conversations(rows, step_budget=10)]
+    assert len({len(item.input_ids) for item in data}) > 1  # else the grouping could not matter
+
+    def summed_loss(micro_batches: list[list[int]]) -> float:
+        with torch.no_grad():
+            return sum(sft.assistant_token_loss(model, [data[i] for i in micro], tokenizer.pad_token_id)[0].item()
+                       for micro in micro_batches)
+
+    picked = list(range(len(data)))
+    sorted_loss = summed_loss(sft.length_sorted_micro_batches(picked, data, 2))
+    assert sorted_loss == pytest.approx(summed_loss([[index] for index in picked]), rel=1e-5)
+
+
 def test_sft_makes_the_oracle_calls_more_likely(tmp_path: Path, rows: list[dict[str, Any]]) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
