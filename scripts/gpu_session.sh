@@ -51,8 +51,8 @@
 #                  (FIRST: the first piece; it prints the next call's FIRST while pieces remain). Here, put them in
 #                  .adapters/NAME/ (ignored): to look at an adapter off the GPU, or to bring it back to a machine
 #                  started again in the same session. Across sessions only where this checkout's ignored folders
-#                  last: so far they have (2026-12-05: .whl of 04:50 still here at 20:06), but nothing promises it;
-#                  restore checks every piece (arms to compare still run from one warm-up, whichever session)
+#                  last, which nothing promises: they did through 2026-12-05, and 2026-12-06 began on a new checkout
+#                  without them; restore checks every piece (arms to compare still run from one warm-up)
 #   restore NAME DEST  with .adapters/NAME's pieces carried (over as many calls as they need: each call adds its
 #                  pieces), once all are there and match their checksums, unpack them into DEST
 # Here, first: bash scripts/prepare_gpu_carry.sh [1.5b]: the wheels (.whl), Spider (.spider.tgz) and the model's
