@@ -34,7 +34,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -367,6 +367,23 @@ class SFTSettings:
     max_grad_norm: float = 1.0
 
 
+def step_episodes(episodes: int, batch_size: int, seed: int) -> Iterator[list[int]]:
+    """The episodes (indices) of each warm-up step, endlessly: epochs are reshuffled passes over the data."""
+    order_rng = random.Random(seed)
+    stream: list[int] = []
+    while True:
+        while len(stream) < batch_size:
+            epoch = list(range(episodes))
+            order_rng.shuffle(epoch)
+            stream += epoch
+        yield stream[:batch_size]
+        stream = stream[batch_size:]
+
+
+def cut_into_micro_batches(ordered: Sequence[int], micro_batch_size: int) -> list[list[int]]:
+    return [list(ordered[start : start + micro_batch_size]) for start in range(0, len(ordered), micro_batch_size)]
+
+
 def length_sorted_micro_batches(picked: Sequence[int], data: Sequence[EncodedConversation],
                                 micro_batch_size: int) -> list[list[int]]:
     """A step's episodes cut into micro-batches of neighbours in length.
@@ -374,8 +391,7 @@ def length_sorted_micro_batches(picked: Sequence[int], data: Sequence[EncodedCon
     The step's gradient is the sum over its episodes whatever the grouping, so grouping by length only
     cuts the padding each micro-batch carries: oracle episodes range from a few hundred tokens to a few
     thousand, and a micro-batch is as long as its longest."""
-    ordered = sorted(picked, key=lambda index: len(data[index].input_ids))
-    return [ordered[start : start + micro_batch_size] for start in range(0, len(ordered), micro_batch_size)]
+    return cut_into_micro_batches(sorted(picked, key=lambda index: len(data[index].input_ids)), micro_batch_size)
 
 
 def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings, pad_id: int,
@@ -391,19 +407,14 @@ def train_sft(model: Any, data: list[EncodedConversation], settings: SFTSettings
     total_steps = max(1, math.ceil(len(data) * settings.epochs / examples_per_step))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, functools.partial(warmup_cosine, warmup_steps=settings.warmup_steps, total_steps=total_steps))
-    order_rng = random.Random(settings.seed)
-    stream: list[int] = []
+    draws = step_episodes(len(data), examples_per_step, settings.seed)
     history = []
     model.train()
     started = time.perf_counter()
     # A bar like the trainer's: SmolLM2's warm-up spends minutes between its first logged step and its last.
     bar = tqdm(total=total_steps, desc="warm-up (sft)", unit="step", disable=not progress)
     for step in range(1, total_steps + 1):
-        while len(stream) < examples_per_step:  # epochs are reshuffled passes over the data
-            epoch = list(range(len(data)))
-            order_rng.shuffle(epoch)
-            stream += epoch
-        picked, stream = stream[:examples_per_step], stream[examples_per_step:]
+        picked = next(draws)
         micro_batches = length_sorted_micro_batches(picked, data, settings.micro_batch_size)
         total_tokens = sum(data[index].trained_tokens for index in picked)
         step_loss, tags = 0.0, TagLoss()

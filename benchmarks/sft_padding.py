@@ -4,16 +4,17 @@
     python benchmarks/sft_padding.py --data-dir ../shared/spider --questions 600 --micro-batch 4
 
 CPU only, no model: the warm-up's own oracle episodes (sft.warmup_conversations, both system prompts), tokenized
-with the Qwen tokenizer (the 0.5B's and the 1.5B's vocabulary), drawn in the warm-up's step order (sft.train_sft's
-shuffled passes). A micro-batch is as long as its longest episode; the printed shares are padding positions over
-all positions, and the positions sorting saves (what the forward and backward passes no longer compute).
+with the Qwen tokenizer (the 0.5B's and the 1.5B's vocabulary), drawn in the warm-up's step order
+(sft.step_episodes, as sft.train_sft draws them). A micro-batch is as long as its longest episode; the printed
+shares are padding positions over all positions, and the positions sorting saves (what the forward and backward
+passes no longer compute).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
-import random
 import sys
 from pathlib import Path
 
@@ -25,19 +26,6 @@ import train  # noqa: E402  (imports unsloth first, as train.py must)
 import sft  # noqa: E402, I001
 from chat_format import masked_chat_template  # noqa: E402
 from models import build_qwen3_tokenizer  # noqa: E402
-
-
-def step_order(episodes: int, batch_size: int, steps: int, seed: int) -> list[list[int]]:
-    """The episodes of each warm-up step, drawn as sft.train_sft draws them."""
-    order_rng, stream, picked = random.Random(seed), [], []
-    for _ in range(steps):
-        while len(stream) < batch_size:
-            epoch = list(range(episodes))
-            order_rng.shuffle(epoch)
-            stream += epoch
-        picked.append(stream[:batch_size])
-        stream = stream[batch_size:]
-    return picked
 
 
 def padded_positions(micro_batches: list[list[int]], lengths: list[int]) -> int:
@@ -62,11 +50,11 @@ def main() -> None:
     conversations = sft.warmup_conversations(agent, seed=arguments.seed)
     data = [sft.encode_conversation(tokenizer, conversation, template) for conversation in conversations]
     lengths = [len(item.input_ids) for item in data]
-    steps = step_order(len(data), arguments.batch_size, len(data) // arguments.batch_size, arguments.seed)
+    draws = sft.step_episodes(len(data), arguments.batch_size, arguments.seed)
+    steps = list(itertools.islice(draws, len(data) // arguments.batch_size))
     real = sum(lengths[index] for picked in steps for index in picked)
     size = arguments.micro_batch
-    arrival = sum(padded_positions([picked[i : i + size] for i in range(0, len(picked), size)], lengths)
-                  for picked in steps)
+    arrival = sum(padded_positions(sft.cut_into_micro_batches(picked, size), lengths) for picked in steps)
     by_length = sum(padded_positions(sft.length_sorted_micro_batches(picked, data, size), lengths) for picked in steps)
     print(f"{len(data)} episodes, {min(lengths)}-{max(lengths)} tokens (median {sorted(lengths)[len(lengths) // 2]}); "
           f"{len(steps)} steps of {arguments.batch_size} in micro-batches of {size}")

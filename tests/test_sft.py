@@ -101,6 +101,15 @@ def test_learning_rate_warms_up_then_decays() -> None:
     assert factors[-1] > 0.1 - 1e-9
 
 
+def test_warm_up_steps_draw_every_episode_once_a_pass_in_a_new_order() -> None:
+    draws = sft.step_episodes(6, 4, seed=0)
+    steps = [next(draws) for _ in range(3)]  # 12 episodes: two passes over the 6
+    flat = [index for step in steps for index in step]
+    assert sorted(flat[:6]) == sorted(flat[6:]) == list(range(6)) and flat[:6] != flat[6:]
+    again = sft.step_episodes(6, 4, seed=0)
+    assert [next(again) for _ in range(3)] == steps  # the same seed draws the same steps
+
+
 def test_a_steps_micro_batches_group_episodes_of_like_length_and_keep_every_one() -> None:
     data = [sft.EncodedConversation([1] * length, [True] * length) for length in (50, 9, 48, 10, 30, 11, 31, 49)]
     picked = [7, 1, 4, 0, 3, 6, 2, 5]
