@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# vLLM 0.26.0 for the GPU machine (no network there; issue 32): the wheels the GPU image lacks, listed with their
-# sizes in ../shared/gpu/vllm-0.26.0-wheels.txt (111 wheels, about 0.9 GB), downloaded here and cut into pieces that
-# one device call each carries:
+# vLLM 0.26.0 for the GPU machine (no network there; issue 32): the wheels the GPU image lacks or has in a version
+# vLLM's pins rule out, listed in configs/vllm/wheels-0.26.0.txt (resolved against the image's own packages by
+# scripts/resolve_vllm_wheels.py: 110 wheels, about 0.9 GB), downloaded here and cut into pieces that one device
+# call each carries:
 #   bash scripts/fetch_vllm_wheels.sh              # here, once: .vllm/part.NN and .vllm/parts.sha256 (ignored)
 #   bash scripts/gpu_session.sh vchunk NN           # there, one call a piece (carry .vllm/part.NN .vllm/parts.sha256)
 #   bash scripts/gpu_session.sh vinstall            # there: check, join, pip install offline, import vllm
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-list=${VLLM_WHEEL_LIST:-../shared/gpu/vllm-0.26.0-wheels.txt}
+list=${VLLM_WHEEL_LIST:-configs/vllm/wheels-0.26.0.txt}
 [ -f "$list" ] || { echo "no wheel list at $list" >&2; exit 2; }
 rm -rf .vllm && mkdir -p .vllm/wheels
 grep -v '^#' "$list" | sed 's/ *|.*//' | grep -v '^$' > .vllm/requirements.txt

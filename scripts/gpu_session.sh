@@ -14,7 +14,7 @@
 #                  --report docs/learning_proof_1.5b.md (learning_proof.py refuses to pool two models)
 #   RUNS_DIR       (environment) where background runs keep logs, pids, results and work folders (/tmp/lp)
 #   vchunk NN      carry .vllm/part.NN .vllm/parts.sha256: one piece of the vLLM 0.26.0 wheels into /tmp/v
-#                  (here: bash scripts/fetch_vllm_wheels.sh writes them; about 17 pieces)
+#                  (here: bash scripts/fetch_vllm_wheels.sh writes them; 18 pieces since 2026-12-06b)
 #   vinstall       once every piece is there and matches: unpack, pip install vLLM offline, import it (issue 32)
 #   bench          benchmarks/gpu_backends.py, every variant (START_ADAPTER=DIR: from a warm-up, multi-turn;
 #                  PROMPTS=4: the learning proof's 24-episode steps; TVARIANTS: plain TRL's variants;
@@ -158,6 +158,11 @@ case "$stage" in
     # in generation (launch-bound, so the CPU counts) and training alike.
     { nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,power.limit,pstate --format=csv
       lscpu | grep -E "^Model name|^CPU\(s\)|MHz" ; } 2>&1 | tee "$out/machine.txt" || true
+    # The image's packages: what scripts/resolve_vllm_wheels.py resolves the vLLM carry against
+    # (configs/vllm/gpu_image_packages.txt; a changed image wants the carry resolved again).
+    python3 -m pip list --format=freeze > "$out/image_packages.txt" 2>/dev/null || true
+    cmp -s "$out/image_packages.txt" configs/vllm/gpu_image_packages.txt ||
+      echo "the image's packages differ from configs/vllm/gpu_image_packages.txt (the vLLM carry was resolved there)"
     ;;
   chunk)
     cp ".m/part.$1" /tmp/m/ && ls /tmp/m | tr '\n' ' '
@@ -173,10 +178,13 @@ case "$stage" in
     check_pieces "$vdir" parts.sha256 vinstall
     cat "$vdir"/part.* | tar xf - -C "$vdir"
     started=$SECONDS
-    # Offline, from the carried wheels and what the image has; vllm 0.26.0 pins the image's torch 2.11.0.
+    # Offline, from the carried wheels and what the image has; vllm 0.26.0 pins the image's torch 2.11.0. The carry
+    # replaces six of the image's packages (numba, numpy, protobuf, setuptools, ...: configs/vllm/wheels-0.26.0.txt),
+    # so pip's word on what else on the image then wants other versions is shown.
     ${PIP:-python3 -m pip} install --no-index --find-links "$vdir/wheels" -r "$vdir/requirements.txt" \
       > "$out/vinstall.log" 2>&1 || { tail -20 "$out/vinstall.log"; echo "vinstall: pip install failed" >&2; exit 1; }
     echo "installed in $((SECONDS - started)) s"
+    grep -E " requires .*, but you have |^Successfully installed" "$out/vinstall.log" | cut -c1-600 || true
     ${PYTHON:-python3} -c "import torch, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
     ;;
   convert15)
