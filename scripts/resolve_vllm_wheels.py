@@ -23,6 +23,7 @@ import argparse
 import base64
 import hashlib
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -86,10 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vllm", default="0.26.0", help="the vLLM version (0.26.0 pins the image's torch 2.11.0)")
     parser.add_argument("--image-packages", type=Path, default=IMAGE_PACKAGES,
-                        help="the image's `pip list --format=freeze` (gpu_session.sh setup prints where to get it)")
+                        help="the image's `pip list --format=freeze` (gpu_session.sh setup returns it)")
     parser.add_argument("--out", type=Path, help="default: configs/vllm/wheels-VERSION.txt")
     args = parser.parse_args(argv)
     out = args.out or ROOT / "configs" / "vllm" / f"wheels-{args.vllm}.txt"
+    if not args.image_packages.is_file():
+        sys.exit(f"no image package list at {args.image_packages}: `pip list --format=freeze` on the GPU machine "
+                 "(gpu_session.sh setup returns it as image_packages.txt)")
+    if shutil.which("uv") is None:
+        sys.exit("this needs uv: pip install uv")
     image = read_pins(args.image_packages)
     missing = [name for name in IMAGE_TORCH_BUILD if name not in image]
     if missing:
