@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                         default=EvalSettings.first_round_tokens, help=help_of["first_round_tokens"])
     parser.add_argument("--no-grouped-decode-attention", "--no_grouped_decode_attention",
                         dest="grouped_decode_attention", action="store_false", help=help_of["grouped_decode_attention"])
-    parser.add_argument("--no-progress", "--no_progress", dest="progress", action="store_false", help="Hide progress bars.")
+    parser.add_argument("--no-progress", "--no_progress", dest="progress", action="store_false",
+                        help="Hide progress bars (a plain progress line every 30 s instead, for logs).")
     return parser
 
 

@@ -38,6 +38,9 @@ GENERATION_MODES = ("padded", "rounds", "continuous")
 DEFAULT_OUT_ROOT = Path("eval_out")
 
 
+PROGRESS_LINE_SECONDS = 30.0  # with --no-progress, a plain line this often: a log shows how far an eval got
+
+
 def default_backend() -> str:
     """Unsloth's fast generation on a CUDA machine that has it (several times faster), else transformers."""
     return "unsloth" if torch.cuda.is_available() and importlib.util.find_spec("unsloth") is not None else "transformers"
@@ -206,7 +209,8 @@ def evaluate(settings: EvalSettings, split: SpiderSplit, policy: Policy | BatchP
     calls_before = len(calls) if calls is not None else 0
     started = time.perf_counter()
     records = play_split(
-        split, policy, step_budget=settings.step_budget, batch_size=settings.batch_size, progress=settings.progress
+        split, policy, step_budget=settings.step_budget, batch_size=settings.batch_size, progress=settings.progress,
+        log_every=PROGRESS_LINE_SECONDS,
     )
     elapsed_s = time.perf_counter() - started
     report = build_report(records, settings=settings.to_dict(), elapsed_s=elapsed_s)

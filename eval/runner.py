@@ -14,6 +14,8 @@ Questions that cannot be scored (spider_data's ``SkipReason``) get a record too,
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -299,6 +301,22 @@ def play_batched(
         fill()
 
 
+class ProgressLines:
+    """Progress as plain lines for a log: ``<what>: done/total questions, seconds``, at most one every ``every``
+    seconds, and the last one when the total is reached."""
+
+    def __init__(self, what: str, total: int, every: float) -> None:
+        self.what, self.total, self.every = what, total, every
+        self.started = self.last = time.monotonic()
+
+    def update(self, done: int) -> None:
+        now = time.monotonic()
+        if done < self.total and now - self.last < self.every:
+            return
+        self.last = now
+        print(f"{self.what}: {done}/{self.total} questions, {now - self.started:.0f} s", file=sys.stderr, flush=True)
+
+
 def play_split(
     split: SpiderSplit,
     policy: Policy | BatchPolicy,
@@ -306,8 +324,12 @@ def play_split(
     step_budget: int = DEFAULT_STEP_BUDGET,
     batch_size: int = 16,
     progress: bool = True,
+    log_every: float | None = None,
 ) -> list[QuestionRecord]:
-    """Play every usable question of a split; returns one record per question, in the split's order."""
+    """Play every usable question of a split; returns one record per question, in the split's order.
+
+    ``log_every``: with the bar off, a plain progress line to stderr at most this many seconds apart (and one at
+    the end), so a log read while the eval runs, or after it was cut off, shows how far it got."""
     usable = split.usable()
     rows = to_grpo_rows(usable, system_prompt(step_budget))  # the prompt states the budget the episodes have
     records: list[QuestionRecord | None] = [None] * len(usable)
@@ -315,9 +337,12 @@ def play_split(
         played = play_batched(rows, policy, step_budget=step_budget, batch_size=batch_size)
     else:
         played = play_scripted(rows, policy, step_budget=step_budget)
+    lines = ProgressLines(f"eval {policy.name}", len(rows), log_every) if log_every and not progress else None
     with tqdm(total=len(rows), desc=f"eval {policy.name}", unit="q", disable=not progress) as bar:
-        for index, messages, episode, end in played:
+        for done, (index, messages, episode, end) in enumerate(played, start=1):
             records[index] = episode_record(usable[index], messages, episode, end)
             bar.update()
+            if lines is not None:
+                lines.update(done)
     by_question = iter(records)
     return [next(by_question) if example.is_usable else skipped_record(example) for example in split.examples]

@@ -228,3 +228,20 @@ def test_scripted_baselines_on_a_spider_sample(spider_sample: SpiderSplit) -> No
     assert overall["never_stop"].accuracy == 1.0 and overall["never_stop"].post_episode_calls == 2
     assert overall["random"].accuracy < 0.1
 
+
+
+def test_progress_lines_log_how_far_the_eval_got(builtin_dev: SpiderSplit, capsys: pytest.CaptureFixture[str]) -> None:
+    records = play_split(builtin_dev, make_policy("oracle"), progress=False, log_every=1e-9)
+    lines = capsys.readouterr().err.splitlines()
+    usable = len(builtin_dev.usable())
+    assert len(records) == len(builtin_dev.examples)
+    assert lines[0].startswith("eval oracle: 1/") and lines[-1].startswith(f"eval oracle: {usable}/{usable} questions")
+    assert len(lines) == usable
+
+
+def test_progress_lines_are_sparse_and_end_with_the_total(builtin_dev: SpiderSplit,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    play_split(builtin_dev, make_policy("oracle"), progress=False, log_every=3600)
+    usable = len(builtin_dev.usable())
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"eval oracle: {usable}/{usable} questions, ") and line.endswith(" s")
