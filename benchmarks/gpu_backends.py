@@ -11,7 +11,8 @@ other (they differ in train.py flags only, so Unsloth's import and kernel compil
 Variants: ``before`` (no stop rule, no Qwen2 decode graphs: the project as it was), ``stop`` (turns
 end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Qwen2 too),
 ``stop+graphs+cap`` (and tool-loop turns capped at their episodes' remaining budget: train.py's defaults),
-``stop+graphs+cap+turn256`` (and every turn at 256 new tokens, ``--max_turn_tokens 256``).
+``stop+graphs+cap+turn256`` (and every turn at 256 new tokens, ``--max_turn_tokens 256``), ``vllm`` (the rollouts
+through vLLM, ``--fast_inference``, where it is installed: on the GPU machine after ``gpu_session.sh vinstall``).
 ``--prompts-per-step 4`` gives the learning proof's steps (4 prompt groups, 24 episodes with 6 generations).
 
 Per variant it reports the median step time after the first (warm-up) step, and what the step spent:
@@ -66,6 +67,10 @@ VARIANTS: dict[str, list[str]] = {
     # train.py's defaults since 2026-12-03: the decode step's attention as grouped products (generation.py).
     "stop+graphs+cap+grouped": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget",
                                 "true", "--grouped_decode_attention", "true"],
+    # Rollouts through vLLM (--fast_inference, issue 32): Unsloth's in-process engine under --backends unsloth, TRL's
+    # colocate engine under transformers, at train.py's default memory share. The per-turn caps do not apply there.
+    # Its own bench call (BENCH_OUT): the engine takes its share of memory when the model loads.
+    "vllm": ["--fast_inference", "true", "--stop_at_tool_call", "true", "--cap_turns_at_budget", "false"],
 }
 
 
@@ -248,6 +253,10 @@ def greedy_graphs_check(trainer: Any, batch: int = 4, new_tokens: int = 96) -> d
             "graphs_s": round(seconds[True], 3), **{f"graphs_{k}": v for k, v in decode_graph_stats(trainer.model).items()}}
 
 
+def uses_vllm(variant: str) -> bool:
+    return "--fast_inference" in VARIANTS[variant]
+
+
 def batch_flags(prompts_per_step: int, num_generations: int, micro_batch: int | None) -> list[str]:
     """train.py flags for one optimizer step on ``prompts_per_step`` prompt groups, generated in one batch. Without
     ``micro_batch``: every group in one micro-batch (as this benchmark always ran); with it, micro-batches of that
@@ -323,7 +332,8 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         **phase_summary(warm, warm_steps),
         "calls": profile.calls,
     }
-    if profile.trainer is not None:
+    # The single-turn reference and the graphs check time the native generate; under vLLM they would time vLLM.
+    if profile.trainer is not None and not uses_vllm(variant):
         row["single_turn"] = single_turn_reference(profile.trainer, num_generations * prompts_per_step,
                                                    min(256, max_completion_length))
         row["tool_loop_vs_single_turn"] = round(row["generated_tokens_per_s"] / row["single_turn"]["tokens_per_s"], 3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -37,13 +38,15 @@ def test_a_variant_is_profiled_from_a_real_run(tiny_model_dir: Path) -> None:
     assert row["call_fixed_s"] > 0 and row["decode_ms_per_step"] > 0
 
 
-def test_every_variant_is_a_set_of_train_flags() -> None:
+def test_every_variant_is_a_set_of_train_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))  # as where vLLM is installed
     for name, flags in gpu_backends.VARIANTS.items():
         agent, _, _ = train.parse_config(flags)
         assert isinstance(agent.stop_at_tool_call, bool) and isinstance(agent.decode_graphs, bool)
         # Only the variant that says so caps its turns: the others measure what they measured before the cap.
         assert agent.cap_turns_at_budget == ("+cap" in name)
         assert agent.max_turn_tokens == (256 if "turn256" in name else 0)
+        assert agent.fast_inference == gpu_backends.uses_vllm(name) == (name == "vllm")
 
 
 @pytest.mark.slow
