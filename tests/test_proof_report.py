@@ -419,9 +419,12 @@ def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_war
             "mixed-informative/seed2/epoch": run("mixed-informative", 2, 0.42, (0.4,) * 10),
             "mixed-oversample/seed1/epoch": run("mixed-oversample", 1, 0.40, (0.0,) * 9 + (0.2,), trained=True),
             "mixed/seed1/gpu": {"arm": "mixed", "seed": 1, "evals": {"heldout": _heldout(0.50)}}}
-    gain, final, share, by_answers = proof_report.plan_scale_rows({"runs": runs})
+    gain, dependence, final, share, by_answers = proof_report.plan_scale_rows({"runs": runs})
     assert gain[1] == ("mixed-informative@epoch: 6.0 points ± 0.0 (n=2); mixed-oversample@epoch: 3.0 points (n=1)")
     assert gain[2] == "5 points or more on mixed-informative@epoch, 2 of the 3 seeds asked"  # the gpu line is not here
+    # every final of one warm-up arm against its own seed's warm-up: three points, slope -0.5, far too few to tell
+    assert dependence[1:] == ("from sft: -0.50 +- 2.60 (3 finals, 2 seeds; finals 40.0-43.0% from warm-ups "
+                              "36.0-37.0%)", "within the noise of 1: GRPO adds about the same whatever the warm-up")
     assert final[1:] == ("mixed-informative@epoch: 42.5% ± 0.7 (n=2); mixed-oversample@epoch: 40.0% (n=1)", "fail")
     # the last tenth only (one step of ten), and oversampling's own share of the groups it trained on
     assert share[1] == ("easy@epoch: 30.0% (n=1); mixed-informative@epoch: 40.0% ± 0.0 (n=2); "
@@ -431,8 +434,22 @@ def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_war
     # read by answers: all right 0.2 + none right 0.3 answered alike, whatever their reward spread
     runs["mixed-informative/seed1/epoch"]["curves"] = [{"episode/groups_all_correct": 0.2,
                                                         "episode/groups_none_correct": 0.3}] * 10
-    assert proof_report.plan_scale_rows({"runs": runs})[3][1:] == ("mixed-informative@epoch: 50.0% (n=1)", "fail")
-    assert [row[1:] for row in proof_report.plan_scale_rows({"runs": {}})] == [("not run", "not run")] * 4
+    assert proof_report.plan_scale_rows({"runs": runs})[4][1:] == ("mixed-informative@epoch: 50.0% (n=1)", "fail")
+    assert [row[1:] for row in proof_report.plan_scale_rows({"runs": {}})] == [
+        ("not run", "not run"), ("too few seeds", "not run"), *[("not run", "not run")] * 3]
+
+
+def test_a_final_that_follows_its_warm_up_less_than_one_for_one_is_said_to() -> None:
+    def run(arm: str, seed: int, overall: float) -> dict:
+        return {"arm": arm, "seed": seed, "scale": "epoch", "evals": {"heldout": _heldout(overall)}}
+
+    warm_ups = {seed: 0.36 + 0.02 * seed for seed in range(5)}  # 36-44%; every final near 45% whatever its warm-up
+    runs = {f"sft/seed{seed}/epoch": run("sft", seed, value) for seed, value in warm_ups.items()}
+    runs |= {f"mixed-informative/seed{seed}/epoch": run("mixed-informative", seed, 0.45 + 0.001 * seed)
+             for seed in warm_ups}
+    text, verdict = proof_report.warm_up_dependence_row({"runs": runs}, ["mixed-informative@epoch"])[1:]
+    assert text.startswith("from sft: 0.05 +- 0.00 (5 finals, 5 seeds;")
+    assert verdict == "below 1 from sft: GRPO lifts the weaker warm-ups more"
 
 
 def test_why_held_out_answers_were_wrong_pools_an_arms_runs_that_recorded_it(tmp_path: Path) -> None:
