@@ -134,7 +134,7 @@ ARMS = {
                                                                    "5e-5", "--scale_rewards", "batch"),
                                                    ablates="mixed-informative-sft4x-lr5e-5"),
     # The recipe with cooler rollouts. From the four-times warm-up, the easy phase's sampled episodes (temperature 1)
-    # start 6-11 points below the warm-up's greedy accuracy on the train part's easy questions and end near it, while
+    # start 3-12 points below the warm-up's greedy accuracy on the train part's easy questions and end near it, while
     # greedy accuracy there gains 3-5 and held-out -0.1 to +5.0 (seeds 28, 30, 31): much of the signal goes to making
     # sampling agree with greedy decoding. At 0.7 a group's right episode is more often one greedy would not give.
     "mixed-informative-sft4x-lr5e-5-temp0.7": Arm("mixed-informative-sft4x-lr5e-5-temp0.7", "mixed", "easy-sft4x",
