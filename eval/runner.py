@@ -14,9 +14,11 @@ Questions that cannot be scored (spider_data's ``SkipReason``) get a record too,
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
@@ -302,19 +304,34 @@ def play_batched(
 
 
 class ProgressLines:
-    """Progress as plain lines for a log: ``<what>: done/total questions, seconds``, at most one every ``every``
-    seconds, and the last one when the total is reached."""
+    """Progress as plain lines for a log, on a timer: every ``every`` seconds ``<what>: done/total questions, K
+    generate calls, T s`` (the calls where ``calls`` counts them), so that a log tells a slow eval from a stuck one
+    even while no question finishes; and a last line when the block ends."""
 
-    def __init__(self, what: str, total: int, every: float) -> None:
-        self.what, self.total, self.every = what, total, every
-        self.started = self.last = time.monotonic()
+    def __init__(self, what: str, total: int, every: float, calls: Callable[[], int] | None = None) -> None:
+        self.what, self.total, self.every, self.calls = what, total, every, calls
+        self.done = 0
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._timer = threading.Thread(target=self._beat, name="eval-progress", daemon=True)
 
-    def update(self, done: int) -> None:
-        now = time.monotonic()
-        if done < self.total and now - self.last < self.every:
-            return
-        self.last = now
-        print(f"{self.what}: {done}/{self.total} questions, {now - self.started:.0f} s", file=sys.stderr, flush=True)
+    def __enter__(self) -> ProgressLines:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._timer.join()
+        self._print()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            self._print()
+
+    def _print(self) -> None:
+        calls = f", {self.calls()} generate calls" if self.calls is not None else ""
+        print(f"{self.what}: {self.done}/{self.total} questions{calls}, {time.monotonic() - self.started:.0f} s",
+              file=sys.stderr, flush=True)
 
 
 def play_split(
@@ -328,8 +345,8 @@ def play_split(
 ) -> list[QuestionRecord]:
     """Play every usable question of a split; returns one record per question, in the split's order.
 
-    ``log_every``: with the bar off, a plain progress line to stderr at most this many seconds apart (and one at
-    the end), so a log read while the eval runs, or after it was cut off, shows how far it got."""
+    ``log_every``: with the bar off, a plain progress line to stderr every this many seconds (and one at the end),
+    so a log read while the eval runs, or after it was cut off, shows how far it got."""
     usable = split.usable()
     rows = to_grpo_rows(usable, system_prompt(step_budget))  # the prompt states the budget the episodes have
     records: list[QuestionRecord | None] = [None] * len(usable)
@@ -337,12 +354,14 @@ def play_split(
         played = play_batched(rows, policy, step_budget=step_budget, batch_size=batch_size)
     else:
         played = play_scripted(rows, policy, step_budget=step_budget)
-    lines = ProgressLines(f"eval {policy.name}", len(rows), log_every) if log_every and not progress else None
-    with tqdm(total=len(rows), desc=f"eval {policy.name}", unit="q", disable=not progress) as bar:
-        for done, (index, messages, episode, end) in enumerate(played, start=1):
+    calls = getattr(policy, "generation_calls", None)  # a model policy's generate calls
+    lines = (ProgressLines(f"eval {policy.name}", len(rows), log_every, (lambda: len(calls)) if calls is not None
+                           else None) if log_every and not progress else contextlib.nullcontext())
+    with lines, tqdm(total=len(rows), desc=f"eval {policy.name}", unit="q", disable=not progress) as bar:
+        for index, messages, episode, end in played:
             records[index] = episode_record(usable[index], messages, episode, end)
             bar.update()
-            if lines is not None:
-                lines.update(done)
+            if isinstance(lines, ProgressLines):
+                lines.done += 1
     by_question = iter(records)
     return [next(by_question) if example.is_usable else skipped_record(example) for example in split.examples]

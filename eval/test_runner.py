@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -230,18 +231,34 @@ def test_scripted_baselines_on_a_spider_sample(spider_sample: SpiderSplit) -> No
 
 
 
-def test_progress_lines_log_how_far_the_eval_got(builtin_dev: SpiderSplit, capsys: pytest.CaptureFixture[str]) -> None:
-    records = play_split(builtin_dev, make_policy("oracle"), progress=False, log_every=1e-9)
+def test_progress_lines_tick_on_a_timer_while_no_question_finishes(builtin_dev: SpiderSplit,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    @dataclass
+    class SlowBatch(ScriptedBatch):
+        generation_calls: list[int] = field(default_factory=list)  # counted like a model policy's
+
+        def next_calls(self, conversations: dict[int, list[dict[str, Any]]]) -> dict[int, ToolCall | None]:
+            time.sleep(0.1)
+            self.generation_calls.append(len(conversations))
+            return super().next_calls(conversations)
+
+    slow = SlowBatch(name="slow")
+    records = play_split(builtin_dev, slow, batch_size=64, progress=False, log_every=0.02)
     lines = capsys.readouterr().err.splitlines()
     usable = len(builtin_dev.usable())
     assert len(records) == len(builtin_dev.examples)
-    assert lines[0].startswith("eval oracle: 1/") and lines[-1].startswith(f"eval oracle: {usable}/{usable} questions")
-    assert len(lines) == usable
+    # every episode is in flight at once and none ends before the third round: the timer still reports
+    assert lines[0].startswith(f"eval slow: 0/{usable} questions, ") and "generate calls" in lines[0]
+    assert lines[-1].startswith(f"eval slow: {usable}/{usable} questions, {len(slow.generation_calls)} generate calls")
+    assert len(lines) >= 3
 
 
-def test_progress_lines_are_sparse_and_end_with_the_total(builtin_dev: SpiderSplit,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_lines_end_with_the_total_and_none_when_the_bar_shows(builtin_dev: SpiderSplit,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     play_split(builtin_dev, make_policy("oracle"), progress=False, log_every=3600)
     usable = len(builtin_dev.usable())
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"eval oracle: {usable}/{usable} questions, ") and line.endswith(" s")
+    assert "generate calls" not in line  # a scripted policy generates nothing
+    play_split(builtin_dev, make_policy("oracle"), progress=True, log_every=3600)
+    assert "questions, " not in capsys.readouterr().err
