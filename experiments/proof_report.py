@@ -470,21 +470,25 @@ def curriculum_target_rows(results: dict[str, Any]) -> list[tuple[str, str, str]
     return rows
 
 
-def warm_up_dependence_row(results: dict[str, Any], finals: list[str]) -> tuple[str, str, str]:
-    """How the final adapters follow their warm-ups: per warm-up arm, the least-squares slope of every mixed-phase
-    final's held-out accuracy on its own warm-up's. Near 1, GRPO adds the same whatever the warm-up; well below 1, it
-    lifts the weaker warm-ups more, towards a level of its own."""
+def warm_up_fits(results: dict[str, Any], finals: list[str]) -> dict[str, tuple[list[tuple[int, float, float]], Any]]:
+    """Per warm-up arm, the (seed, warm-up, final) points of every final line grown from it and their least-squares
+    fit of final on warm-up; only where there are three points over two warm-ups at least."""
     from scipy.stats import linregress
 
     by_warm_up: dict[str, list[tuple[int, float, float]]] = {}
     for line in finals:
-        warm_up = warm_up_of(ARMS[line.partition("@")[0]])
-        by_warm_up.setdefault(str(warm_up), []).extend(against_warm_up(results, line))
+        by_warm_up.setdefault(str(warm_up_of(ARMS[line.partition("@")[0]])), []).extend(against_warm_up(results, line))
+    return {warm_up: (points, linregress([warm for _, warm, _ in points], [final for _, _, final in points]))
+            for warm_up, points in sorted(by_warm_up.items())
+            if len(points) >= 3 and len({warm for _, warm, _ in points}) >= 2}
+
+
+def warm_up_dependence_row(results: dict[str, Any], finals: list[str]) -> tuple[str, str, str]:
+    """How the final adapters follow their warm-ups: per warm-up arm, the least-squares slope of every mixed-phase
+    final's held-out accuracy on its own warm-up's. Near 1, GRPO adds the same whatever the warm-up; well below 1, it
+    lifts the weaker warm-ups more, towards a level of its own."""
     cells, slopes = [], []
-    for warm_up, points in sorted(by_warm_up.items()):
-        if len(points) < 3 or len({warm for _, warm, _ in points}) < 2:
-            continue
-        fit = linregress([warm for _, warm, _ in points], [final for _, _, final in points])
+    for warm_up, (points, fit) in warm_up_fits(results, finals).items():
         seeds = len({seed for seed, _, _ in points})
         cells.append(f"from {warm_up}: {fit.slope:.2f} +- {fit.stderr:.2f} ({len(points)} finals, {seeds} seeds; "
                      f"finals {100 * min(p[2] for p in points):.1f}-{100 * max(p[2] for p in points):.1f}% from "
@@ -908,6 +912,12 @@ def plot_final_against_warm_up(results: dict[str, Any], folder: Path) -> list[Pa
     values = [100 * value for points in finals.values() for _, *pair in points for value in pair]
     low, high = min(values) - 2, max(max(values), 100 * FINAL_ACCURACY_TARGET) + 2
     axis.plot([low, high], [low, high], color="grey", linewidth=0.8, label="final = warm-up")
+    # How the plan scale's finals follow each warm-up: the verification table's slopes.
+    plan_finals = [line for line in finals if line.endswith(f"@{PLAN_SCALE}")]
+    for warm_up, (points, fit) in warm_up_fits(results, plan_finals).items():
+        xs = [100 * min(warm for _, warm, _ in points), 100 * max(warm for _, warm, _ in points)]
+        axis.plot(xs, [fit.intercept * 100 + fit.slope * x for x in xs], color="black", linestyle=":", linewidth=1.2,
+                  label=f"fit of the {PLAN_SCALE} finals from {warm_up}: slope {fit.slope:.2f}")
     axis.axhline(100 * FINAL_ACCURACY_TARGET, color="black", linestyle="--", linewidth=0.8,
                  label=f"the {FINAL_ACCURACY_TARGET:.0%} target")
     axis.set_xlim(low, high)
