@@ -305,12 +305,12 @@ def play_batched(
 
 class ProgressLines:
     """Progress as plain lines for a log, on a timer: every ``every`` seconds ``<what>: done/total questions, K
-    generate calls, T s`` (the calls where ``calls`` counts them), so that a log tells a slow eval from a stuck one
-    even while no question finishes; and a last line when the block ends."""
+    generate calls, T s`` (``done`` and ``calls`` read then; the calls where there is a count), so that a log tells a
+    slow eval from a stuck one even while no question finishes; and a last line when the block ends."""
 
-    def __init__(self, what: str, total: int, every: float, calls: Callable[[], int] | None = None) -> None:
-        self.what, self.total, self.every, self.calls = what, total, every, calls
-        self.done = 0
+    def __init__(self, what: str, total: int, every: float, done: Callable[[], int],
+                 calls: Callable[[], int] | None = None) -> None:
+        self.what, self.total, self.every, self.done, self.calls = what, total, every, done, calls
         self.started = time.monotonic()
         self._stop = threading.Event()
         self._timer = threading.Thread(target=self._beat, name="eval-progress", daemon=True)
@@ -330,7 +330,7 @@ class ProgressLines:
 
     def _print(self) -> None:
         calls = f", {self.calls()} generate calls" if self.calls is not None else ""
-        print(f"{self.what}: {self.done}/{self.total} questions{calls}, {time.monotonic() - self.started:.0f} s",
+        print(f"{self.what}: {self.done()}/{self.total} questions{calls}, {time.monotonic() - self.started:.0f} s",
               file=sys.stderr, flush=True)
 
 
@@ -354,14 +354,14 @@ def play_split(
         played = play_batched(rows, policy, step_budget=step_budget, batch_size=batch_size)
     else:
         played = play_scripted(rows, policy, step_budget=step_budget)
-    calls = getattr(policy, "generation_calls", None)  # a model policy's generate calls
-    lines = (ProgressLines(f"eval {policy.name}", len(rows), log_every, (lambda: len(calls)) if calls is not None
-                           else None) if log_every and not progress else contextlib.nullcontext())
+    lines: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if log_every and not progress:
+        calls = getattr(policy, "generation_calls", None)  # a model policy's generate calls
+        lines = ProgressLines(f"eval {policy.name}", len(rows), log_every, lambda: len(records) - records.count(None),
+                              None if calls is None else lambda: len(calls))
     with lines, tqdm(total=len(rows), desc=f"eval {policy.name}", unit="q", disable=not progress) as bar:
         for index, messages, episode, end in played:
             records[index] = episode_record(usable[index], messages, episode, end)
             bar.update()
-            if isinstance(lines, ProgressLines):
-                lines.done += 1
     by_question = iter(records)
     return [next(by_question) if example.is_usable else skipped_record(example) for example in split.examples]
