@@ -497,21 +497,39 @@ def unreadable_calls_note(log_history: list[dict[str, Any]]) -> str | None:
 LOGP_DIFFERENCE_WARN_NATS = 5.0
 
 
+def sampling_alignment(log_history: list[dict[str, Any]]) -> dict[str, float] | None:
+    """How closely vLLM's rollouts line up with what the trainer scores, over a run's steps: the median of TRL's
+    per-step largest and mean log-probability differences (nats a token) and the mean importance-sampling ratio;
+    None for a run without vLLM (TRL logs none of them)."""
+    largest = [entry["sampling/sampling_logp_difference/max"] for entry in log_history
+               if "sampling/sampling_logp_difference/max" in entry]
+    if not largest:
+        return None
+    means = [entry["sampling/sampling_logp_difference/mean"] for entry in log_history
+             if "sampling/sampling_logp_difference/mean" in entry]
+    ratios = [entry["sampling/importance_sampling_ratio/mean"] for entry in log_history
+              if "sampling/importance_sampling_ratio/mean" in entry]
+    alignment = {"logp_difference_max": round(statistics.median(largest), 3), "steps": len(largest)}
+    if means:
+        alignment["logp_difference_mean"] = round(statistics.median(means), 4)
+    if ratios:
+        alignment["importance_sampling_ratio"] = round(statistics.fmean(ratios), 4)
+    return alignment
+
+
 def vllm_alignment_warning(log_history: list[dict[str, Any]]) -> str | None:
     """A warning for a run whose vLLM rollouts do not line up with what the trainer scores (TRL's
     sampling/sampling_logp_difference/max, median over the steps above LOGP_DIFFERENCE_WARN_NATS); None otherwise
     or without vLLM."""
-    largest = [entry["sampling/sampling_logp_difference/max"] for entry in log_history
-               if "sampling/sampling_logp_difference/max" in entry]
-    if not largest or statistics.median(largest) <= LOGP_DIFFERENCE_WARN_NATS:
+    alignment = sampling_alignment(log_history)
+    if alignment is None or alignment["logp_difference_max"] <= LOGP_DIFFERENCE_WARN_NATS:
         return None
-    ratios = [entry["sampling/importance_sampling_ratio/mean"] for entry in log_history
-              if "sampling/importance_sampling_ratio/mean" in entry]
-    ratio = f", importance-sampling ratio {statistics.fmean(ratios):.2f} on average" if ratios else ""
+    ratio = (f", importance-sampling ratio {alignment['importance_sampling_ratio']:.2f} on average"
+             if "importance_sampling_ratio" in alignment else "")
     return (f"WARNING: vLLM's sampling log-probabilities differ from the trainer's by up to "
-            f"{statistics.median(largest):.1f} nats a token (median over {len(largest)} steps{ratio}): the rollouts' "
-            "tokens or weights are not the ones trained on (a weight copy that missed some rows, or a token added "
-            "to the rollouts with a made-up log-probability), so the gradient is off. Train without "
+            f"{alignment['logp_difference_max']:.1f} nats a token (median over {alignment['steps']} steps{ratio}): "
+            "the rollouts' tokens or weights are not the ones trained on (a weight copy that missed some rows, or a "
+            "token added to the rollouts with a made-up log-probability), so the gradient is off. Train without "
             "--fast_inference (docs/vllm.md, item 8).")
 
 

@@ -11,8 +11,11 @@ other (they differ in train.py flags only, so Unsloth's import and kernel compil
 Variants: ``before`` (no stop rule, no Qwen2 decode graphs: the project as it was), ``stop`` (turns
 end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Qwen2 too),
 ``stop+graphs+cap`` (and tool-loop turns capped at their episodes' remaining budget: train.py's defaults),
-``stop+graphs+cap+turn256`` (and every turn at 256 new tokens, ``--max_turn_tokens 256``), ``vllm`` (the rollouts
-through vLLM, ``--fast_inference``, where it is installed: on the GPU machine after ``gpu_session.sh vinstall``).
+``stop+graphs+cap+turn256`` (and every turn at 256 new tokens, ``--max_turn_tokens 256``),
+``stop+graphs+cap+grouped`` (train.py's defaults now) and ``...+grouped+turn256``, ``vllm`` (the rollouts
+through vLLM, ``--fast_inference``, where it is installed: on the GPU machine after ``gpu_session.sh vinstall``) and
+``vllm+l4share`` (the engine's memory share an L4 would give it). A vLLM row adds how closely its rollouts line up
+with the trainer's scores (TRL's sampling log-probability difference and importance-sampling ratio).
 ``--prompts-per-step 4`` gives the learning proof's steps (4 prompt groups, 24 episodes with 6 generations).
 
 Per variant it reports the median step time after the first (warm-up) step, and what the step spent:
@@ -67,10 +70,19 @@ VARIANTS: dict[str, list[str]] = {
     # train.py's defaults since 2026-12-03: the decode step's attention as grouped products (generation.py).
     "stop+graphs+cap+grouped": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget",
                                 "true", "--grouped_decode_attention", "true"],
+    # The defaults with 256-token turns: on the 1.5B's L4 step (96 rows, 1,024 tokens) two turns of one step ran
+    # 700 and 875 tokens and held their calls 16 of the step's 32 s of generation (2026-12-06d).
+    "stop+graphs+cap+grouped+turn256": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
+                                        "--cap_turns_at_budget", "true", "--grouped_decode_attention", "true",
+                                        "--max_turn_tokens", "256"],
     # Rollouts through vLLM (--fast_inference, issue 32): Unsloth's in-process engine under --backends unsloth, TRL's
     # colocate engine under transformers, at train.py's default memory share. The per-turn caps do not apply there.
     # Its own bench call (BENCH_OUT): the engine takes its share of memory when the model loads.
     "vllm": ["--fast_inference", "true", "--stop_at_tool_call", "true", "--cap_turns_at_budget", "false"],
+    # The same with the engine's share an L4 would give it: train.py's 0.5 of 24 GB is 0.15 of an 80 GB card, so
+    # the row's peak reserved memory reads against the L4's 22.5 GiB.
+    "vllm+l4share": ["--fast_inference", "true", "--stop_at_tool_call", "true", "--cap_turns_at_budget", "false",
+                     "--vllm_memory_share", "0.15"],
 }
 
 
@@ -279,6 +291,7 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
     import torch
 
     import train
+    from training_logs import sampling_alignment
 
     profile = StepProfile()
     profile.time_environment()
@@ -332,6 +345,10 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         **phase_summary(warm, warm_steps),
         "calls": profile.calls,
     }
+    alignment = sampling_alignment(history)  # vLLM's rollouts against the trainer's scores; None without vLLM
+    if alignment is not None:
+        row["sampling_alignment"] = alignment
+        row["importance_sampling_ratio"] = alignment.get("importance_sampling_ratio")
     # The single-turn reference and the graphs check time the native generate; under vLLM they would time vLLM.
     if profile.trainer is not None and not uses_vllm(variant):
         row["single_turn"] = single_turn_reference(profile.trainer, num_generations * prompts_per_step,
@@ -420,7 +437,8 @@ TABLE_COLUMNS = ["backend", "variant", "prompts_per_step", "num_generations", "m
                  "episodes_per_s", "ended_row_share",
                  "generation_share", "generated_tokens_per_s", "decode_steps_per_s", "tool_loop_vs_single_turn",
                  "generation_calls_per_step", "call_fixed_s", "decode_ms_per_step", "tool_calls_per_step",
-                 "mean_completion_tokens", "environment_share", "reward_mean", "peak_reserved_gib", "error"]
+                 "mean_completion_tokens", "environment_share", "reward_mean", "importance_sampling_ratio",
+                 "peak_reserved_gib", "error"]
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:

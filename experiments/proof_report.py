@@ -972,16 +972,21 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
              "## Accuracy by hardness on the held-out databases", "",
              "| arm | " + " | ".join(HARDNESS) + " | answered | post-episode calls | train-part easy |",
              "|---" * (len(HARDNESS) + 4) + "|"]
+    lines_run = {line_of(run) for run in results["runs"].values()}
+    # an arm with runs at another scale only ("sft-4x@epoch") has its row there
+    never_run = [arm for arm in report_lines(results)
+                 if arm not in lines_run and not any(line.startswith(f"{arm}@") for line in lines_run)]
     for arm in report_lines(results):
         runs = runs_of(results, arm)
         if not runs:
-            lines.append(f"| {arm} | " + " | ".join(["not run"] * (len(HARDNESS) + 3)) + " |")
             continue
         cells = [_cell([measured(run, "heldout", "accuracy", group) for run in runs]) for group in HARDNESS]
         cells.append(_cell([measured(run, "heldout", "answered") for run in runs]))
         cells.append(_cell([measured(run, "heldout", "post_episode_calls") for run in runs], percent=False))
         cells.append(_cell([measured(run, "train_easy", "accuracy", "easy") for run in runs]))
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    if never_run:  # a row each would bury the arms that ran (a new model's results hold a few of them)
+        lines += ["", "Not run in these results: " + ", ".join(never_run) + "."]
     elsewhere = [f"{key} {summary['accuracy']['overall']:.1%} ({summary['source']})"
                  for key, run in sorted(results["runs"].items())
                  for summary in [run.get("evals", {}).get("heldout") or {}] if "source" in summary]

@@ -34,7 +34,9 @@
 #                  now the eval's; then Unsloth's own call, which the eval ran before 2026-12-05d), each its own
 #                  process: seconds and accuracy side by side, $OUT/ecore-RUN-CORE.json (report.json) and .log
 #   veval ADAPTER  the held-out eval of ADAPTER through vLLM (python -m eval --backend vllm; after vinstall), then
-#                  through Unsloth: seconds and accuracy side by side, $OUT/veval-RUN-BACKEND.json (report.json)
+#                  through Unsloth: seconds (the eval's, the process's) and accuracy side by side,
+#                  $OUT/veval-RUN-BACKEND.json (report.json); VEVAL_BACKENDS="vllm": vLLM's alone (e.g. beside an
+#                  engine setting in the environment, VLLM_USE_FLASHINFER_SAMPLER=0)
 #   proof ARMS...  experiments/learning_proof.py --arms ARMS (results accumulate in /tmp/lp)
 #   start NAME ARGS...  the same in the background, results in /tmp/lp/results-NAME.json, log NAME.log;
 #                  returns at once. Start one and give it every seed (--arms sft easy mixed --seeds 0 1 2: arm
@@ -132,12 +134,14 @@ check_pieces() {  # check_pieces DIR SUMS LABEL: every piece SUMS (in DIR) names
 heldout_eval() {  # heldout_eval ADAPTER NAME LABEL [FLAGS...]: python -m eval of ADAPTER on the held-out part, its
   # report.json and log to $OUT as NAME.json and NAME.log (an eval writes five files; a call returns 8), then its
   # seconds and overall line after LABEL
-  local adapter=$1 name=$2 label=$3
+  local adapter=$1 name=$2 label=$3 started=$SECONDS
   shift 3
   python3 -m eval --checkpoint "$adapter" --data-dir "$work/data" --split dev --max-new-tokens 256 --no-progress \
     "$@" --out "$runs/$name" > "$out/$name.log" 2>&1 || echo "python -m eval $* exited with $?"
   cp "$runs/$name/report.json" "$out/$name.json" 2>/dev/null || true
-  echo "$label: $(grep -E "^[0-9.]+ s; report" "$out/$name.log" || tail -3 "$out/$name.log")"
+  # The eval's own seconds, then the process's: a model's loading, and vLLM's engine start (2026-12-06d: 12 s of
+  # eval in a 210 s process)
+  echo "$label: $(grep -E "^[0-9.]+ s; report" "$out/$name.log" || tail -3 "$out/$name.log") ($((SECONDS - started)) s process)"
   grep -E "^\| overall" "$out/$name.log" || true
 }
 queue_behind() {  # queue_behind NAME AS SCRIPT: once run NAME ends, SCRIPT in the background as run AS
@@ -240,7 +244,7 @@ case "$stage" in
     # The held-out eval of one adapter through vLLM, then through Unsloth's native path (rounds), each its own
     # process (vLLM takes a share of the GPU for its cache): seconds and accuracy side by side (issue 32).
     run=$(basename "$(dirname "$(dirname "$1")")")
-    for backend in vllm unsloth; do
+    for backend in ${VEVAL_BACKENDS:-vllm unsloth}; do
       heldout_eval "$1" "veval-$run-$backend" "$backend" --backend "$backend"
     done
     ;;

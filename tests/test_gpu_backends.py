@@ -46,7 +46,8 @@ def test_every_variant_is_a_set_of_train_flags(monkeypatch: pytest.MonkeyPatch) 
         # Only the variant that says so caps its turns: the others measure what they measured before the cap.
         assert agent.cap_turns_at_budget == ("+cap" in name)
         assert agent.max_turn_tokens == (256 if "turn256" in name else 0)
-        assert agent.fast_inference == gpu_backends.uses_vllm(name) == (name == "vllm")
+        assert agent.fast_inference == gpu_backends.uses_vllm(name) == name.startswith("vllm")
+        assert agent.vllm_memory_share == (0.15 if "l4share" in name else 0.5)
 
 
 @pytest.mark.slow

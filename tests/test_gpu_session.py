@@ -234,3 +234,31 @@ def test_eval_cores_runs_the_held_out_eval_once_with_each_attention_core(tmp_pat
     assert "grouped: 1.5 s; report in" in done.stdout and "unsloth: 1.5 s; report in" in done.stdout
     assert sorted(path.name for path in out.glob("*.json")) == ["ecore-sft-4x-seed29-grouped.json",
                                                                  "ecore-sft-4x-seed29-unsloth.json"]
+
+
+def test_veval_runs_each_backend_asked_for_and_says_the_process_seconds_beside_the_evals(tmp_path: Path) -> None:
+    """veval: vLLM then Unsloth by default, vLLM alone with VEVAL_BACKENDS=vllm; each line gives the eval's seconds
+    and its process's (where vLLM's engine start shows)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "python3"
+    stand_in.write_text('#!/usr/bin/env bash\necho "$*" >> "$CALLS"\n'
+                        'while [ $# -gt 0 ]; do [ "$1" = --out ] && folder=$2; shift; done\n'
+                        'mkdir -p "$folder" && echo "{}" > "$folder/report.json"\n'
+                        'echo "2.5 s; report in $folder/report.md"\n')
+    stand_in.chmod(0o755)
+    for backends, expected in ((None, ["vllm", "unsloth"]), ("vllm", ["vllm"])):
+        calls, out = tmp_path / f"calls-{backends}.txt", tmp_path / f"out-{backends}"
+        env = os.environ | {"OUT": str(out), "RUNS_DIR": str(tmp_path / "lp"), "CALLS": str(calls),
+                            "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+        if backends:
+            env["VEVAL_BACKENDS"] = backends
+        done = subprocess.run(["bash", str(SCRIPT), "veval", "/tmp/lp/q15/sft-4x-seed30/sft/adapter"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        assert [line.split("--backend ")[1].split()[0] for line in calls.read_text().splitlines()] == expected
+        for backend in expected:
+            assert f"{backend}: 2.5 s; report in" in done.stdout
+        assert done.stdout.count(" s process)") == len(expected)
+        assert sorted(path.name for path in out.glob("*.json")) == sorted(
+            f"veval-sft-4x-seed30-{backend}.json" for backend in expected)

@@ -537,6 +537,17 @@ def test_a_run_whose_vllm_rollouts_do_not_line_up_with_the_trainer_says_so() -> 
     assert vllm_alignment_warning([{"loss": 0.1}]) is None  # no vLLM
 
 
+def test_a_runs_sampling_alignment_is_summarised_over_its_steps_and_absent_without_vllm() -> None:
+    from training_logs import sampling_alignment
+
+    history = [{"sampling/sampling_logp_difference/max": largest, "sampling/sampling_logp_difference/mean": mean,
+                "sampling/importance_sampling_ratio/mean": ratio}
+               for largest, mean, ratio in [(0.4, 0.01, 0.99), (0.9, 0.03, 1.01), (0.5, 0.02, 1.0)]]
+    assert sampling_alignment([{"loss": 0.2}, *history]) == {
+        "logp_difference_max": 0.5, "steps": 3, "logp_difference_mean": 0.02, "importance_sampling_ratio": 1.0}
+    assert sampling_alignment([{"loss": 0.2, "reward": 0.5}]) is None
+
+
 def test_push_to_hub_without_a_token_fails_before_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no stored token there
     monkeypatch.delenv("HF_TOKEN", raising=False)
