@@ -26,7 +26,8 @@ Every arm is the project's own commands, run in this process (``train.py``, ``py
   warm-ups differ by design, so these pair by seed and scale, not by warm-up digest);
   ``mixed-informative-sft4x-lr5e-5`` is that mixed phase at 5e-5, from the same easy adapter;
   ``easy-sft4x-fresh`` and ``mixed-informative-sft4x-fresh`` train on questions the warm-up did not
-  (``--skip_warmup_questions``);
+  (``--skip_warmup_questions``); ``easy-sft4x-vllm`` and ``mixed-informative-sft4x-lr5e-5-vllm`` are the recipe's
+  line with vLLM's rollouts (``--fast_inference``; needs vLLM; run each in its own process);
 - recovery from a failed query: ``sft-4x-recover`` (a quarter of its episodes run a query with a wrong column
   first, shown but not trained, then the gold query), ``easy-sft4x-recover`` and
   ``mixed-informative-sft4x-recover``, against the four-times line of the same seed (``sft-4x-retry``, which

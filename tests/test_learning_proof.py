@@ -83,6 +83,21 @@ def test_an_arm_that_trains_several_steps_a_generation_batch_splits_the_scales_s
         learning_proof.group_argv(replace(arm, optimizer_steps_per_generation=4), epoch)
 
 
+def test_the_vllm_line_is_the_recipes_line_with_only_its_rollout_engine_changed() -> None:
+    epoch, work = learning_proof.SCALES["epoch"], Path("/tmp/unused")
+    for name, native in (("easy-sft4x-vllm", "easy-sft4x"),
+                         ("mixed-informative-sft4x-lr5e-5-vllm", "mixed-informative-sft4x-lr5e-5")):
+        arm, full = proof_arms.ARMS[name], proof_arms.ARMS[native]
+        argv = learning_proof.train_argv(replace(arm, start_from=None), epoch, work, BUILTIN_DATA_DIR, work, 30)
+        full_argv = learning_proof.train_argv(replace(full, start_from=None), epoch, work, BUILTIN_DATA_DIR, work, 30)
+        for flags in (argv, full_argv):  # the output folders differ by name
+            flags[flags.index("--output_dir") + 1] = "OUT"
+        cut = argv.index("--fast_inference")
+        assert argv[:cut] + argv[cut + 4:] == full_argv and argv[cut:cut + 4] == list(proof_arms.VLLM_ROLLOUTS)
+        assert arm.ablates == native and proof_arms.warm_up_of(arm) == proof_arms.warm_up_of(full) == "sft-4x"
+    assert proof_arms.ARMS["mixed-informative-sft4x-lr5e-5-vllm"].start_from == "easy-sft4x-vllm"
+
+
 def test_every_gpu_step_holds_whole_groups_of_several_prompts_and_the_cpu_keeps_train_pys_own() -> None:
     gpu, quick = learning_proof.SCALES["gpu"], learning_proof.SCALES["quick"]
     cases = {("easy", gpu): ["--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "6"],
@@ -457,6 +472,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-informative-sft4x": "sft-4x", "mixed-informative-sft4x-lr5e-5": "sft-4x",
                         "mixed-informative-sft4x-lr5e-5-batchstd": "sft-4x", "mixed-dapo-sft4x-lr5e-5": "sft-4x",
                         "mixed-informative-sft4x-lr5e-5-temp0.7": "sft-4x",
+                        "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",
                         "sft-4x-retry": "sft-4x-retry",
