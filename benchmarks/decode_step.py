@@ -14,11 +14,15 @@ A decode step's milliseconds are (seconds of a generate() of --long new tokens -
 ``grouped``: generation.py's) and padding, it prints a row per batch size, the floor set by reading the weights
 and the KV cache once at the measured copy bandwidth, the SDPA backend PyTorch picks for Unsloth's padded call,
 a profiler table of the kernels of --profile-batch rows, and whether the cores agree (greedy tokens).
+``--lora attached disabled`` measures each row with the LoRA in the step and again with it switched off (PEFT's
+disable_adapter: the base weights alone, as a merged adapter would decode): what the adapter's small matrix products,
+two per projection and layer, add to a step that costs many times its memory floor.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -33,6 +37,7 @@ sys.path.insert(0, str(REPO_DIR))
 COPY_BANDWIDTH_TB_S = 4.3  # an H200's device-to-device copy, measured here (bytes read + written)
 CORES = ("unsloth", "grouped")
 PADDINGS = ("equal", "padded")
+LORA_STATES = ("attached", "disabled")
 
 
 def build_random_qwen2(out_dir: Path) -> Path:
@@ -186,6 +191,11 @@ def agreement(model: Any, pad_id: int, tokens: int, batch: int = 8, new_tokens: 
             "identical_token_share": round(same_tokens, 3)}
 
 
+def lora_state(model: Any, state: str) -> contextlib.AbstractContextManager[Any]:
+    """The LoRA as a GRPO rollout decodes with it (``attached``), or switched off for the block (``disabled``)."""
+    return model.disable_adapter() if state == "disabled" else contextlib.nullcontext()
+
+
 def measure(model: Any, core: str, padding: str, batch: int, arguments: argparse.Namespace, pad_id: int) -> dict[str, Any]:
     import torch
 
@@ -206,23 +216,30 @@ def measure(model: Any, core: str, padding: str, batch: int, arguments: argparse
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    columns = ["core", "padding", "batch", "decode_ms", "floor_ms", "x_floor", "row_steps_per_s", "peak_allocated_gib",
-               "captures", "replays", "eager_steps", "error"]
+    columns = ["lora", "core", "padding", "batch", "decode_ms", "floor_ms", "x_floor", "row_steps_per_s",
+               "peak_allocated_gib", "captures", "replays", "eager_steps", "error"]
     print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
     for row in rows:
         print("| " + " | ".join(str(row.get(column, "")) for column in columns) + " |")
-    by_key = {(row["core"], row["padding"], row["batch"]): row["decode_ms"] for row in rows if "decode_ms" in row}
+    by_key = {(row.get("lora", "attached"), row["core"], row["padding"], row["batch"]): row["decode_ms"]
+              for row in rows if "decode_ms" in row}
     if by_key and not any(row.get("replays") for row in rows):
         # 2026-12-03b: a run whose model skipped generation.prepare_model decoded eagerly, 36 ms a step at 6 rows.
         print("WARNING: no decode step replayed a CUDA graph: these are eager figures, not a GRPO rollout's "
               "(Unsloth's decode graphs were not allowed for this model type)")
-    for core in CORES:
-        for padding in PADDINGS:
-            batches = sorted(batch for (c, p, batch) in by_key if (c, p) == (core, padding))
-            if len(batches) > 1:
-                low, high = batches[0], batches[-1]
-                print(f"{core}, {padding}: {high} rows / {low} rows = "
-                      f"{by_key[(core, padding, high)] / by_key[(core, padding, low)]:.2f}x the step")
+    for lora in LORA_STATES:
+        for core in CORES:
+            for padding in PADDINGS:
+                batches = sorted(batch for (state, c, p, batch) in by_key if (state, c, p) == (lora, core, padding))
+                if len(batches) > 1:
+                    low, high = batches[0], batches[-1]
+                    print(f"LoRA {lora}, {core}, {padding}: {high} rows / {low} rows = "
+                          f"{by_key[(lora, core, padding, high)] / by_key[(lora, core, padding, low)]:.2f}x the step")
+    for (lora, core, padding, batch), step_ms in sorted(by_key.items()):
+        disabled = by_key.get(("disabled", core, padding, batch)) if lora == "attached" else None
+        if disabled:  # the same step without the adapter's products
+            print(f"{core}, {padding}, {batch} rows: the LoRA adds {step_ms - disabled:.2f} ms to a "
+                  f"{disabled:.2f} ms step ({step_ms / disabled:.2f}x)")
 
 
 def main() -> None:
@@ -238,6 +255,8 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=112, help="new tokens of the long generate()")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile-batch", type=int, default=96, help="0: no profile")
+    parser.add_argument("--lora", nargs="+", default=["attached"], choices=LORA_STATES,
+                        help="measure with the LoRA in the step (attached, as a rollout) and/or switched off (disabled)")
     parser.add_argument("--out", type=Path, default=None, help="the rows as JSON, rewritten after each")
     arguments = parser.parse_args()
     if arguments.long <= arguments.short:
@@ -264,18 +283,21 @@ def main() -> None:
     report["sdpa_backend_for_unsloth_padded_call"] = sdpa_choice(model, max(arguments.batches), arguments.prompt_tokens)
     print(f"SDPA backend for Unsloth's padded grouped-query decode call: {report['sdpa_backend_for_unsloth_padded_call']}",
           flush=True)
-    for core in arguments.cores:
-        switch_core(model, core)
-        for padding in arguments.paddings:
-            for batch in arguments.batches:
-                try:
-                    row = measure(model, core, padding, batch, arguments, pad_id)
-                except torch.OutOfMemoryError as error:
-                    row = {"core": core, "padding": padding, "batch": batch, "error": f"out of memory: {error}"[:200]}
-                    torch.cuda.empty_cache()
-                print(json.dumps(row), flush=True)
-                report["rows"].append(row)
-                save()
+    for lora in arguments.lora:
+        with lora_state(model, lora):
+            for core in arguments.cores:
+                switch_core(model, core)  # also drops graphs captured in the other LoRA state
+                for padding in arguments.paddings:
+                    for batch in arguments.batches:
+                        try:
+                            row = {"lora": lora, **measure(model, core, padding, batch, arguments, pad_id)}
+                        except torch.OutOfMemoryError as error:
+                            row = {"lora": lora, "core": core, "padding": padding, "batch": batch,
+                                   "error": f"out of memory: {error}"[:200]}
+                            torch.cuda.empty_cache()
+                        print(json.dumps(row), flush=True)
+                        report["rows"].append(row)
+                        save()
     if set(arguments.cores) == set(CORES):
         report["agreement"] = agreement(model, pad_id, arguments.prompt_tokens)
         print(f"greedy agreement of the cores: {report['agreement']}", flush=True)
