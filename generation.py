@@ -9,7 +9,7 @@ method, ``_generate_single_turn``; this module wraps it, in the order ``TURN_WRA
 the turn caps (``cap_turns``: each turn decodes at most what its episode may still keep), the turn closing
 (``close_turns_at_tool_call_end``: a turn cut at ``</tool_call>`` gets its ``<|im_end|>``), then the timing (the
 caller's timer, e.g. training_logs' per-step generation figures, sees the turns as TRL will). The per-rollout
-generation mode wraps ``_generate`` instead. The model side: the stop rule's end-of-turn ids
+generation mode and the folded LoRA (``merged_generation.py``) wrap ``_generate`` instead. The model side: the stop rule's end-of-turn ids
 (``chat_format.install_stop_rule``), Unsloth's CUDA-graph decode for Qwen2 (``allow_unsloth_decode_graphs``) and
 the decode step's attention below.
 
@@ -43,6 +43,7 @@ import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
 
 from chat_format import close_tool_call_turn, install_stop_rule
+from merged_generation import fold_lora_for_rollouts
 
 # From the inside out: the order in which wrap_trainer wraps TRL's _generate_single_turn.
 TURN_WRAPPERS = ("cap_turns", "close_turns_at_tool_call_end", "timer")
@@ -56,6 +57,7 @@ class GenerationSettings(Protocol):
     max_turn_tokens: int
     fast_inference: bool
     generation_mode_per_rollout: bool
+    merged_generation: bool
     decode_graphs: bool
     grouped_decode_attention: bool
     backend: str
@@ -103,6 +105,8 @@ def wrap_trainer(trainer: Any, tokenizer: Any, settings: GenerationSettings,
         applied.append("timer")
     if settings.generation_mode_per_rollout:
         keep_generation_mode_across_turns(trainer)
+    if settings.merged_generation and not settings.fast_inference:
+        fold_lora_for_rollouts(trainer)  # around _generate: once a generation batch, every turn inside it
     return applied
 
 

@@ -185,6 +185,13 @@ class AgentConfig(sft.WarmupConfig):
                           "otherwise frees its decode buffers and CUDA graphs after every turn and captures them "
                           "again). Same tokens; its speed is not yet measured on a GPU, hence off."},
     )
+    merged_generation: bool = field(
+        default=False,
+        metadata={"help": "Generate the rollouts from weights with the LoRA folded in (merged_generation.py; one copy "
+                          "of the targeted weights more in memory), training on the LoRA as it is: a decode step "
+                          "without the adapter's small products. Not with --fast_inference; its speed is not yet "
+                          "measured on a GPU, hence off."},
+    )
     lora_rank: int = field(default=32, metadata={"help": "LoRA rank, on all linear layers."})
     lora_alpha: int = field(default=64, metadata={"help": "LoRA alpha."})
     max_seq_length: int = field(default=4096, metadata={"help": "Longest prompt plus completion, in tokens."})
@@ -298,6 +305,9 @@ class AgentConfig(sft.WarmupConfig):
                              f"got {self.oversample_groups}")
         if self.lora_rank < 1:
             raise ValueError(f"--lora_rank must be at least 1, got {self.lora_rank}")
+        if self.merged_generation and self.fast_inference:
+            raise ValueError("--merged_generation folds the LoRA for the native generation; with --fast_inference vLLM "
+                             "generates (it reads the adapter itself): give one of the two")
         if self.fast_inference:
             try:
                 import vllm  # noqa: F401

@@ -12,7 +12,8 @@ Variants: ``before`` (no stop rule, no Qwen2 decode graphs: the project as it wa
 end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Qwen2 too),
 ``stop+graphs+cap`` (and tool-loop turns capped at their episodes' remaining budget: train.py's defaults),
 ``stop+graphs+cap+turn256`` (and every turn at 256 new tokens, ``--max_turn_tokens 256``),
-``stop+graphs+cap+grouped`` (train.py's defaults now) and ``...+grouped+turn256``, ``vllm`` (the rollouts
+``stop+graphs+cap+grouped`` (train.py's defaults now), ``...+grouped+turn256`` and ``...+grouped+merged`` (the
+rollouts from weights with the LoRA folded in, ``--merged_generation``), ``vllm`` (the rollouts
 through vLLM, ``--fast_inference``, where it is installed: on the GPU machine after ``gpu_session.sh vinstall``) and
 ``vllm+l4share`` (the engine's memory share an L4 would give it). A vLLM row adds how closely its rollouts line up
 with the trainer's scores (TRL's sampling log-probability difference and importance-sampling ratio).
@@ -75,6 +76,11 @@ VARIANTS: dict[str, list[str]] = {
     "stop+graphs+cap+grouped+turn256": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
                                         "--cap_turns_at_budget", "true", "--grouped_decode_attention", "true",
                                         "--max_turn_tokens", "256"],
+    # The defaults with the rollouts generated from weights with the LoRA folded in (merged_generation.py): a decode
+    # step without the adapter's two small products a projection.
+    "stop+graphs+cap+grouped+merged": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
+                                       "--cap_turns_at_budget", "true", "--grouped_decode_attention", "true",
+                                       "--merged_generation", "true"],
     # Rollouts through vLLM (--fast_inference, issue 32): Unsloth's in-process engine under --backends unsloth, TRL's
     # colocate engine under transformers, at train.py's default memory share. The per-turn caps do not apply there.
     # Its own bench call (BENCH_OUT): the engine takes its share of memory when the model loads.

@@ -186,7 +186,8 @@ def test_trl_generation_is_wrapped_caps_inside_closing_inside_timing() -> None:
         return timed
 
     settings = types.SimpleNamespace(stop_at_tool_call=True, cap_turns_at_budget=True, max_turn_tokens=64,
-                                     fast_inference=False, generation_mode_per_rollout=False)
+                                     fast_inference=False, generation_mode_per_rollout=False,
+                                     merged_generation=False)
     trainer = FakeTrainer()
     assert generation.wrap_trainer(trainer, tokenizer, settings, timer) == list(generation.TURN_WRAPPERS)
     completions, _ = trainer._generate_single_turn([[1, 2, 3]], None, {})
@@ -235,7 +236,8 @@ def test_settings_that_turn_a_wrapper_off_leave_it_out() -> None:
             return [[7] for _ in prompt_ids], None
 
     settings = types.SimpleNamespace(stop_at_tool_call=False, cap_turns_at_budget=False, max_turn_tokens=0,
-                                     fast_inference=False, generation_mode_per_rollout=False)
+                                     fast_inference=False, generation_mode_per_rollout=False,
+                                     merged_generation=False)
     trainer = FakeTrainer()
     assert generation.wrap_trainer(trainer, None, settings) == []
     assert trainer._generate_single_turn([[1]]) == ([[7]], None)
