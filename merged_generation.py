@@ -60,9 +60,10 @@ class MergedGeneration:
             weight = module.base_layer.weight
             if not weight.is_floating_point() or weight.element_size() < 2 or tuple(weight.shape) != (
                     module.base_layer.out_features, module.base_layer.in_features):
-                raise MergedGenerationError(f"--merged_generation folds LoRA into 16- or 32-bit weights; {name}'s are "
-                                            f"quantized ({weight.dtype}, {tuple(weight.shape)}): leave out "
-                                            "--load_in_4bit or --merged_generation")
+                raise MergedGenerationError(f"--merged_generation folds LoRA into whole 16- or 32-bit weights; "
+                                            f"{name}'s are quantized or sharded ({weight.dtype}, "
+                                            f"{tuple(weight.shape)}): leave out --load_in_4bit (or DeepSpeed ZeRO-3) "
+                                            "or --merged_generation")
             if getattr(module, "merged_adapters", None):
                 raise MergedGenerationError(f"{name}'s adapter is merged into its weights already: --merged_generation "
                                             "needs it attached, as training holds it")

@@ -79,6 +79,7 @@ from dynamic_sampling import GroupOversampler  # noqa: E402
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
+from merged_generation import MergedGenerationError  # noqa: E402
 from output_folders import (  # noqa: E402
     ADAPTER_DIRNAME,
     WARMUP_QUESTIONS_FILENAME,
@@ -726,8 +727,12 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
             (plan.out_dir / "README.md").write_text(card)
 
     def make_trainer() -> GRPOTrainer:
-        trainer = build_trainer(agent, grpo, model, tokenizer, plan.dataset, plan.fewshot, plan.epochs_before_phase,
-                                rollout_logger, plan.start_tool_token_rows, plan.warmup_question_keys)
+        try:
+            trainer = build_trainer(agent, grpo, model, tokenizer, plan.dataset, plan.fewshot,
+                                    plan.epochs_before_phase, rollout_logger, plan.start_tool_token_rows,
+                                    plan.warmup_question_keys)
+        except MergedGenerationError as error:  # the loaded model's layers, seen only now
+            raise SetupError(str(error)) from error
         trainer.create_model_card = write_model_card  # TRL writes the card at every checkpoint
         if trainer.is_world_process_zero():
             write_run_config(plan.out_dir, agent, grpo, phase=dataclasses.asdict(plan.phase),

@@ -1425,3 +1425,38 @@ def test_the_curves_show_the_requery_share_and_speed_where_a_run_logged_them(tmp
     titles = {axis.get_title() for axis in saved[0].axes if axis.get_visible()}
     assert titles == {PLOTTED_METRICS[key] for key in ("reward", "episode/requery_after_refusal",
                                                        "rollout/episodes_per_s")}
+
+
+def test_a_model_whose_lora_cannot_be_folded_stops_with_what_to_do(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import merged_generation
+
+    def refuse(model: Any) -> None:
+        raise merged_generation.MergedGenerationError("--merged_generation folds LoRA into whole 16- or 32-bit "
+                                                      "weights; leave out --load_in_4bit")
+
+    monkeypatch.setattr(merged_generation.MergedGeneration, "of", staticmethod(refuse))
+    with pytest.raises(train.SetupError, match="leave out --load_in_4bit"):
+        run_phase(tmp_path, "--phase", "easy", "--merged_generation", "true", "--max_steps", "1")
+
+
+def test_with_merged_generation_every_turn_generates_folded_and_training_sees_the_lora_attached(
+        tmp_path: Path) -> None:
+    seen: dict[str, Any] = {"turns": []}
+
+    def record(trainer: Any) -> None:
+        model = trainer.accelerator.unwrap_model(trainer.model_wrapped)
+        lora_layers = [module for module in model.modules() if isinstance(getattr(module, "merged_adapters", None), list)]
+        seen["layers"], seen["pointers"] = lora_layers, [layer.base_layer.weight.data_ptr() for layer in lora_layers]
+        generate_turn = trainer._generate_single_turn
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            seen["turns"].append(all(layer.merged_adapters for layer in lora_layers))
+            return generate_turn(*args, **kwargs)
+
+        trainer._generate_single_turn = watched
+
+    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1", "--merged_generation", "true", before_train=record)
+    assert seen["layers"] and seen["turns"] and all(seen["turns"])  # every turn of the rollout, folded
+    assert not any(layer.merged_adapters for layer in seen["layers"])  # and training saw the adapters attached
+    assert [layer.base_layer.weight.data_ptr() for layer in seen["layers"]] == seen["pointers"]
