@@ -1079,7 +1079,8 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
     lines += [f"| {check} | {measured} | {verdict} |" for check, measured, verdict in verification_rows(results)]
     lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.relative_to(report_path.parent)})" for path in figures]
     lines += ["", "## Runs", "", ("| arm | seed | scale | steps | median step (generation) | episodes/s | "
-                                   "train+eval wall time | device | commit |"), "|---|---|---|---|---|---|---|---|---|"]
+                                   "train+eval wall time | device | commit | adapter digest |"),
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(results["runs"]):
         run = results["runs"][key]
         # An optimizer step's share of its generation batch (one entry covers a batch that trained several steps)
@@ -1095,7 +1096,8 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         proof_evaluated = any("source" not in summary for summary in run.get("evals", {}).values())
         wall = f"{run['seconds']:.0f} s" + ("" if proof_evaluated or run["arm"] == "base" else " (trained only)")
         lines.append(f"| {run['arm']} | {run['seed']} | {run['scale']} | {optimizer_steps(run)} | {timing} | "
-                     f"{speed} | {wall} | {short_device(run.get('device'))} | {run['commit']} |")
+                     f"{speed} | {wall} | {short_device(run.get('device'))} | {run['commit']} | "
+                     f"{run.get('adapter_digest', '-')} |")
     lines += ["", "Commands of each run:", ""]
     for key in sorted(results["runs"]):
         lines += [f"- `{key}`:"] + [f"  - `{command}`" for command in results["runs"][key]["commands"]]

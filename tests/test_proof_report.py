@@ -294,10 +294,13 @@ def test_the_runs_table_says_which_card_each_run_timed_on(tmp_path: Path) -> Non
         return {"arm": arm, "seed": seed, "scale": "epoch", "seconds": 60.0, "model": "/tmp/qc", "commit": "abc",
                 "commands": [], "evals": {"heldout": _heldout(0.4)}, **recorded}
 
-    runs = {"sft/seed1/epoch": run("sft", 1, device="NVIDIA H100 80GB HBM3"), "sft/seed2/epoch": run("sft", 2)}
+    runs = {"sft/seed1/epoch": run("sft", 1, device="NVIDIA H100 80GB HBM3", adapter_digest="c967101509d901e9"),
+            "sft/seed2/epoch": run("sft", 2)}
     proof_report.write_report({"runs": runs}, tmp_path / "report.md", tmp_path / "figures", tmp_path / "r.json")
     rows = [line for line in (tmp_path / "report.md").read_text().splitlines() if line.startswith("| sft | ") and "| epoch |" in line]
-    assert [row.split(" | ")[-2] for row in rows] == ["H100 80GB HBM3", "-"]  # "-": a run that did not record it
+    # "-": a run that did not record it; the digest names the adapter a later re-evaluation reads
+    assert [row.split(" | ")[-3:] for row in rows] == [["H100 80GB HBM3", "abc", "c967101509d901e9 |"],
+                                                       ["-", "abc", "- |"]]
 
 
 def test_the_penalty_is_judged_by_the_calls_after_the_episode_with_and_without_it_from_the_habit_warm_up() -> None:
