@@ -16,7 +16,9 @@ and the KV cache once at the measured copy bandwidth, the SDPA backend PyTorch p
 a profiler table of the kernels of --profile-batch rows, and whether the cores agree (greedy tokens).
 ``--lora attached disabled`` measures each row with the LoRA in the step and again with it switched off (PEFT's
 disable_adapter: the base weights alone, as a merged adapter would decode): what the adapter's small matrix products,
-two per projection and layer, add to a step that costs many times its memory floor.
+two per projection and layer, add to a step that costs many times its memory floor. ``--gpu-busy-batch N``: how
+many of a step's milliseconds at N rows its kernels keep the GPU busy (profiled); the rest the step waits on the
+host, between graph segments.
 """
 
 from __future__ import annotations
@@ -178,6 +180,30 @@ def profile_kernels(model: Any, batch: int, tokens: int, pad_id: int, rows: int 
                            "ms": round(event.device_time_total / 1000, 2)} for event in operators[:rows]]}
 
 
+def gpu_busy_per_step(model: Any, batch: int, tokens: int, pad_id: int, short: int, long: int) -> dict[str, Any]:
+    """A decode step's wall milliseconds against the milliseconds its kernels keep the GPU busy (the profiled kernels
+    of a --long generate() minus a --short one, per extra step): a share far below 1 is a step that waits on the
+    host (eager code between graph segments, launches), which fewer FLOPs or bytes would not shorten."""
+    from torch.profiler import ProfilerActivity, profile
+
+    ids, mask = prompts(batch, tokens, "padded", pad_id, seed=3)
+    timed_generate(model, ids, mask, long, pad_id)  # captures this batch size's graphs outside the profiles
+    busy, wall = {}, {}
+    for new_tokens in (short, long):
+        wall[new_tokens] = timed_generate(model, ids, mask, new_tokens, pad_id)[0]  # unprofiled: the profiler slows
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:                 # the host side it would measure
+            timed_generate(model, ids, mask, new_tokens, pad_id)
+        busy[new_tokens] = sum(event.device_time_total for event in prof.key_averages()
+                               if event.device_type.name == "CUDA") / 1000
+    return busy_summary(batch, busy[long] - busy[short], 1000 * (wall[long] - wall[short]), long - short)
+
+
+def busy_summary(batch: int, busy_ms: float, wall_ms: float, steps: int) -> dict[str, Any]:
+    step_busy, step_wall = busy_ms / steps, wall_ms / steps
+    return {"batch": batch, "step_wall_ms": round(step_wall, 3), "step_gpu_busy_ms": round(step_busy, 3),
+            "gpu_busy_share": round(step_busy / step_wall, 3) if step_wall > 0 else None}
+
+
 def agreement(model: Any, pad_id: int, tokens: int, batch: int = 8, new_tokens: int = 24) -> dict[str, Any]:
     """Greedy completions of the same padded prompts under each core: rows whose tokens are all the same."""
     ids, mask = prompts(batch, tokens, "padded", pad_id, seed=2)
@@ -255,6 +281,9 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=112, help="new tokens of the long generate()")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile-batch", type=int, default=96, help="0: no profile")
+    parser.add_argument("--gpu-busy-batch", type=int, default=0,
+                        help="also measure how much of a decode step at this many rows keeps the GPU busy, for each "
+                             "core and LoRA state (0: not)")
     parser.add_argument("--lora", nargs="+", default=["attached"], choices=LORA_STATES,
                         help="measure with the LoRA in the step (attached, as a rollout) and/or switched off (disabled)")
     parser.add_argument("--out", type=Path, default=None, help="the rows as JSON, rewritten after each")
@@ -298,6 +327,14 @@ def main() -> None:
                         print(json.dumps(row), flush=True)
                         report["rows"].append(row)
                         save()
+                if arguments.gpu_busy_batch:
+                    busy = {"lora": lora, "core": core,
+                            **gpu_busy_per_step(model, arguments.gpu_busy_batch, arguments.prompt_tokens, pad_id,
+                                                arguments.short, arguments.long)}
+                    print(f"GPU busy: LoRA {lora}, {core}, {busy['batch']} rows: {busy['step_gpu_busy_ms']} ms of "
+                          f"kernels in a {busy['step_wall_ms']} ms step ({busy['gpu_busy_share']:.0%})", flush=True)
+                    report.setdefault("gpu_busy", []).append(busy)
+                    save()
     if set(arguments.cores) == set(CORES):
         report["agreement"] = agreement(model, pad_id, arguments.prompt_tokens)
         print(f"greedy agreement of the cores: {report['agreement']}", flush=True)

@@ -32,3 +32,9 @@ def test_an_eager_run_is_called_so(capsys: pytest.CaptureFixture[str]) -> None:
     decode_step.print_table(rows)
     printed = capsys.readouterr().out
     assert "WARNING: no decode step replayed a CUDA graph" in printed and "the LoRA adds" not in printed
+
+
+def test_a_steps_gpu_busy_share_is_its_kernels_milliseconds_over_its_wall_milliseconds() -> None:
+    assert decode_step.busy_summary(24, busy_ms=192.0, wall_ms=576.0, steps=96) == {
+        "batch": 24, "step_wall_ms": 6.0, "step_gpu_busy_ms": 2.0, "gpu_busy_share": 0.333}
+    assert decode_step.busy_summary(6, busy_ms=1.0, wall_ms=0.0, steps=96)["gpu_busy_share"] is None
