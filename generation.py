@@ -9,9 +9,9 @@ method, ``_generate_single_turn``; this module wraps it, in the order ``TURN_WRA
 the turn caps (``cap_turns``: each turn decodes at most what its episode may still keep), the turn closing
 (``close_turns_at_tool_call_end``: a turn cut at ``</tool_call>`` gets its ``<|im_end|>``), then the timing (the
 caller's timer, e.g. training_logs' per-step generation figures, sees the turns as TRL will). The per-rollout
-generation mode and the folded LoRA (``merged_generation.py``) wrap ``_generate`` instead. The model side: the stop rule's end-of-turn ids
-(``chat_format.install_stop_rule``), Unsloth's CUDA-graph decode for Qwen2 (``allow_unsloth_decode_graphs``) and
-the decode step's attention below.
+generation mode and the folded LoRA (``merged_generation.py``) wrap ``_generate`` instead. The model side: the stop
+rule's end-of-turn ids (``chat_format.install_stop_rule``), Unsloth's CUDA-graph decode for Qwen2
+(``allow_unsloth_decode_graphs``) and the decode step's attention below.
 
 The decode attention: Unsloth's graphed decode step runs each layer's attention eagerly between its captured
 segments (``unsloth.models.llama._decode_attention_core``). For a batch of more than one row it calls SDPA with

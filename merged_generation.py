@@ -8,8 +8,9 @@
 A decode step of a small model costs many times what reading its weights costs: it is a long chain of small kernels,
 and an attached LoRA adds two small matrix products to every projection of every layer (seven projections a layer on
 the Qwen models). Folded into a copy of the weights, the step runs the base model's kernels only. The copy is one
-buffer per layer, kept from call to call: a CUDA graph captured while folded reads the buffer's address, which must
-not change or be freed. It costs the targeted weights' size once more in memory (about 2.6 GB for a 1.5B).
+buffer per layer, allocated with the wrapper and kept from call to call: a CUDA graph captured while folded reads
+the buffer's address, which must not change or be freed. It costs the targeted weights' size once more in memory
+(about 2.6 GB for a 1.5B).
 
 The folded weights round once in the weights' dtype, where the attached LoRA rounds its two products: the rollouts'
 tokens come from nearly, not bit for bit, the distribution the trainer scores.
@@ -33,7 +34,7 @@ class MergedGenerationError(ValueError):
 class _FoldedLayer:
     layer: Any  # a PEFT LoRA layer: base_layer, lora_A, lora_B, scaling, merged_adapters
     adapter: str
-    buffer: torch.Tensor | None = None
+    buffer: torch.Tensor  # the folded weight, the base weight's shape and dtype, allocated once
 
 
 class MergedGeneration:
@@ -67,7 +68,7 @@ class MergedGeneration:
             if getattr(module, "merged_adapters", None):
                 raise MergedGenerationError(f"{name}'s adapter is merged into its weights already: --merged_generation "
                                             "needs it attached, as training holds it")
-            layers.append(_FoldedLayer(module, active[0]))
+            layers.append(_FoldedLayer(module, active[0], torch.empty_like(weight.data)))
         return cls(layers) if layers else None
 
     @contextlib.contextmanager
@@ -81,8 +82,6 @@ class MergedGeneration:
                 for folded in self.layers:
                     layer, adapter = folded.layer, folded.adapter
                     weight = layer.base_layer.weight
-                    if folded.buffer is None or folded.buffer.shape != weight.shape:
-                        folded.buffer = torch.empty_like(weight.data)
                     lora_a, lora_b = layer.lora_A[adapter].weight, layer.lora_B[adapter].weight
                     torch.addmm(weight.data, lora_b.to(weight.dtype), lora_a.to(weight.dtype),
                                 alpha=layer.scaling[adapter], out=folded.buffer)
@@ -96,8 +95,7 @@ class MergedGeneration:
                 folded.layer.merged_adapters = []
 
     def buffer_bytes(self) -> int:
-        return sum(folded.buffer.numel() * folded.buffer.element_size()
-                   for folded in self.layers if folded.buffer is not None)
+        return sum(folded.buffer.numel() * folded.buffer.element_size() for folded in self.layers)
 
 
 def fold_lora_for_rollouts(trainer: Any) -> MergedGeneration | None:
@@ -110,10 +108,8 @@ def fold_lora_for_rollouts(trainer: Any) -> MergedGeneration | None:
         print("[train] --merged_generation: the model has no LoRA layer to fold; rollouts generate as they are",
               flush=True)
         return None
-    weights = sum(folded.layer.base_layer.weight.numel() * folded.layer.base_layer.weight.element_size()
-                  for folded in merged.layers)
     print(f"[train] --merged_generation: rollouts generate from {len(merged.layers)} layers' weights with the LoRA "
-          f"folded in ({weights / 2**30:.2f} GiB of buffers beside the weights)", flush=True)
+          f"folded in ({merged.buffer_bytes() / 2**30:.2f} GiB of buffers beside the weights)", flush=True)
     generate = trainer._generate
 
     def generate_folded(*args: Any, **kwargs: Any) -> Any:
