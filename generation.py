@@ -57,7 +57,7 @@ class GenerationSettings(Protocol):
     max_turn_tokens: int
     fast_inference: bool
     generation_mode_per_rollout: bool
-    merged_generation: bool
+    merged_generation: bool | None  # None: wherever the weights can be folded
     decode_graphs: bool
     grouped_decode_attention: bool
     backend: str
@@ -105,8 +105,9 @@ def wrap_trainer(trainer: Any, tokenizer: Any, settings: GenerationSettings,
         applied.append("timer")
     if settings.generation_mode_per_rollout:
         keep_generation_mode_across_turns(trainer)
-    if settings.merged_generation and not settings.fast_inference:
-        fold_lora_for_rollouts(trainer)  # around _generate: once a generation batch, every turn inside it
+    if settings.merged_generation is not False and not settings.fast_inference:
+        # around _generate: once a generation batch, every turn inside it
+        fold_lora_for_rollouts(trainer, required=settings.merged_generation is True)
     return applied
 
 

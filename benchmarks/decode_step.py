@@ -14,9 +14,11 @@ A decode step's milliseconds are (seconds of a generate() of --long new tokens -
 ``grouped``: generation.py's) and padding, it prints a row per batch size, the floor set by reading the weights
 and the KV cache once at the measured copy bandwidth, the SDPA backend PyTorch picks for Unsloth's padded call,
 a profiler table of the kernels of --profile-batch rows, and whether the cores agree (greedy tokens).
-``--lora attached disabled`` measures each row with the LoRA in the step and again with it switched off (PEFT's
-disable_adapter: the base weights alone, as a merged adapter would decode): what the adapter's small matrix products,
-two per projection and layer, add to a step that costs many times its memory floor. ``--gpu-busy-batch N``: how
+``--lora attached disabled folded`` measures each row with the LoRA in the step, again with it switched off (PEFT's
+disable_adapter: the base weights alone), and with it folded into the weights as train.py's rollouts decode
+(merged_generation.py): what the adapter's small matrix products, two per projection and layer, add to a step that
+costs many times its memory floor. (On the 1.5B, 2026-12-06e, disabling it saved nothing in this bench while the
+folded weights' decode forward took 0.71x inside GRPO steps: ``folded`` measures the path train.py takes.) ``--gpu-busy-batch N``: how
 many of a step's milliseconds at N rows its kernels keep the GPU busy (profiled); the rest the step waits on the
 host, between graph segments.
 """
@@ -39,7 +41,7 @@ sys.path.insert(0, str(REPO_DIR))
 COPY_BANDWIDTH_TB_S = 4.3  # an H200's device-to-device copy, measured here (bytes read + written)
 CORES = ("unsloth", "grouped")
 PADDINGS = ("equal", "padded")
-LORA_STATES = ("attached", "disabled")
+LORA_STATES = ("attached", "disabled", "folded")
 
 
 def build_random_qwen2(out_dir: Path) -> Path:
@@ -218,8 +220,18 @@ def agreement(model: Any, pad_id: int, tokens: int, batch: int = 8, new_tokens: 
 
 
 def lora_state(model: Any, state: str) -> contextlib.AbstractContextManager[Any]:
-    """The LoRA as a GRPO rollout decodes with it (``attached``), or switched off for the block (``disabled``)."""
-    return model.disable_adapter() if state == "disabled" else contextlib.nullcontext()
+    """The LoRA as a rollout decodes with it attached (``attached``), switched off for the block (``disabled``), or
+    folded into the weights for the block (``folded``, train.py's default since 2026-12-06e)."""
+    if state == "disabled":
+        return model.disable_adapter()
+    if state == "folded":
+        from merged_generation import MergedGeneration
+
+        merged = MergedGeneration.of(model)
+        if merged is None:
+            raise SystemExit("--lora folded: this model has no LoRA layer to fold")
+        return merged.folded()
+    return contextlib.nullcontext()
 
 
 def measure(model: Any, core: str, padding: str, batch: int, arguments: argparse.Namespace, pad_id: int) -> dict[str, Any]:
@@ -262,10 +274,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
                     print(f"LoRA {lora}, {core}, {padding}: {high} rows / {low} rows = "
                           f"{by_key[(lora, core, padding, high)] / by_key[(lora, core, padding, low)]:.2f}x the step")
     for (lora, core, padding, batch), step_ms in sorted(by_key.items()):
-        disabled = by_key.get(("disabled", core, padding, batch)) if lora == "attached" else None
-        if disabled:  # the same step without the adapter's products
-            print(f"{core}, {padding}, {batch} rows: the LoRA adds {step_ms - disabled:.2f} ms to a "
-                  f"{disabled:.2f} ms step ({step_ms / disabled:.2f}x)")
+        for other in ("disabled", "folded") if lora == "attached" else ():
+            without = by_key.get((other, core, padding, batch))
+            if without:  # the same step without the adapter's products
+                print(f"{core}, {padding}, {batch} rows: the attached LoRA adds {step_ms - without:.2f} ms to the "
+                      f"{other} step of {without:.2f} ms ({step_ms / without:.2f}x)")
 
 
 def main() -> None:
@@ -285,7 +298,8 @@ def main() -> None:
                         help="also measure how much of a decode step at this many rows keeps the GPU busy, for each "
                              "core and LoRA state (0: not)")
     parser.add_argument("--lora", nargs="+", default=["attached"], choices=LORA_STATES,
-                        help="measure with the LoRA in the step (attached, as a rollout) and/or switched off (disabled)")
+                        help="measure with the LoRA in the step (attached), switched off (disabled) and/or folded into the "
+                             "weights (folded, as train.py's rollouts decode)")
     parser.add_argument("--out", type=Path, default=None, help="the rows as JSON, rewritten after each")
     arguments = parser.parse_args()
     if arguments.long <= arguments.short:

@@ -12,8 +12,9 @@ Variants: ``before`` (no stop rule, no Qwen2 decode graphs: the project as it wa
 end at ``</tool_call>``), ``stop+graphs`` (and Unsloth's CUDA-graph decode for Qwen2 too),
 ``stop+graphs+cap`` (and tool-loop turns capped at their episodes' remaining budget: train.py's defaults),
 ``stop+graphs+cap+turn256`` (and every turn at 256 new tokens, ``--max_turn_tokens 256``),
-``stop+graphs+cap+grouped`` (train.py's defaults now), ``...+grouped+turn256`` and ``...+grouped+merged`` (the
-rollouts from weights with the LoRA folded in, ``--merged_generation``), ``vllm`` (the rollouts
+``stop+graphs+cap+grouped`` (train.py's defaults until 2026-12-06e), ``...+grouped+turn256`` and ``...+grouped+merged``
+(the rollouts from weights with the LoRA folded in, ``--merged_generation``), ``...+grouped+merged+turn256`` (both:
+train.py's defaults now), ``vllm`` (the rollouts
 through vLLM, ``--fast_inference``, where it is installed: on the GPU machine after ``gpu_session.sh vinstall``) and
 ``vllm+l4share`` (the engine's memory share an L4 would give it). A vLLM row adds how closely its rollouts line up
 with the trainer's scores (TRL's sampling log-probability difference and importance-sampling ratio).
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -68,7 +70,7 @@ VARIANTS: dict[str, list[str]] = {
     # that runs on is trained on: less of it).
     "stop+graphs+cap+turn256": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget",
                                 "true", "--max_turn_tokens", "256", *SDPA],
-    # train.py's defaults since 2026-12-03: the decode step's attention as grouped products (generation.py).
+    # train.py's defaults 2026-12-03 to 2026-12-06e: the decode step's attention as grouped products (generation.py).
     "stop+graphs+cap+grouped": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget",
                                 "true", "--grouped_decode_attention", "true"],
     # The defaults with 256-token turns: on the 1.5B's L4 step (96 rows, 1,024 tokens) two turns of one step ran
@@ -89,7 +91,15 @@ VARIANTS: dict[str, list[str]] = {
     # the row's peak reserved memory reads against the L4's 22.5 GiB.
     "vllm+l4share": ["--fast_inference", "true", "--stop_at_tool_call", "true", "--cap_turns_at_budget", "false",
                      "--vllm_memory_share", "0.15"],
+    # train.py's defaults since 2026-12-06e: the grouped defaults with the LoRA folded and 256-token turns.
+    "stop+graphs+cap+grouped+merged+turn256": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
+                                               "--cap_turns_at_budget", "true", "--grouped_decode_attention", "true",
+                                               "--merged_generation", "true", "--max_turn_tokens", "256"],
 }
+# Each variant keeps measuring what its name says: a default added later stays off where the name does not ask for it.
+LATER_DEFAULTS_OFF = {"--max_turn_tokens": "0", "--merged_generation": "false"}
+for _flags in VARIANTS.values():
+    _flags += [item for flag, off in LATER_DEFAULTS_OFF.items() if flag not in _flags for item in (flag, off)]
 
 
 def _synchronize() -> None:
@@ -313,8 +323,14 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         argv += ["--data_dir", data_dir]
     if start_adapter:  # a warmed-up model, which makes real tool calls: multi-turn steps
         argv += ["--start_adapter", start_adapter]
+    allocated_before = 0.0
     if torch.cuda.is_available():
         argv += ["--bf16", "true"]
+        # What an earlier variant of this process left allocated counts in this one's peak (2026-12-06e: the third
+        # of three variants peaked at 18.0 GiB where the first, alone, had 8.2): freed first, and what stays is shown.
+        gc.collect()
+        torch.cuda.empty_cache()
+        allocated_before = torch.cuda.memory_allocated() / 2**30
         torch.cuda.reset_peak_memory_stats()
     env_before = (profile.env_seconds, profile.env_calls)
     train.main(argv, before_train=profile.install)
@@ -365,6 +381,7 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
     if torch.cuda.is_available():
         row["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         row["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
+        row["allocated_before_gib"] = round(allocated_before, 2)  # an earlier variant's leftovers, inside the peaks
     return row
 
 
@@ -444,7 +461,7 @@ TABLE_COLUMNS = ["backend", "variant", "prompts_per_step", "num_generations", "m
                  "generation_share", "generated_tokens_per_s", "decode_steps_per_s", "tool_loop_vs_single_turn",
                  "generation_calls_per_step", "call_fixed_s", "decode_ms_per_step", "tool_calls_per_step",
                  "mean_completion_tokens", "environment_share", "reward_mean", "importance_sampling_ratio",
-                 "peak_reserved_gib", "error"]
+                 "peak_reserved_gib", "allocated_before_gib", "error"]
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:

@@ -310,19 +310,25 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def add_heldout(results: dict[str, Any], run_key: str, figures_path: Path) -> str:
-    """Make an eval of ``benchmarks/eval_generation.py`` (its first mode's summary) the held-out eval of a run that
-    was trained only (``--train-only``), with a ``source`` naming the script and its settings. Returns what it
-    did; a ValueError says what does not fit (no such run, an eval the proof made itself, another split or budget)."""
+    """Make an eval the held-out eval of a run that was trained only (``--train-only``), with a ``source`` naming
+    how it ran: ``python -m eval``'s report.json (``gpu_session.sh veval``) or ``benchmarks/eval_generation.py``'s
+    figures (its first mode's summary). Returns what it did; a ValueError says what does not fit (no such run, an
+    eval the proof made itself, another split or budget)."""
     run = results["runs"].get(run_key)
     if run is None:
         known = ", ".join(sorted(results["runs"])) or "none"
         raise ValueError(f"no run {run_key!r} in the results (arm/seedN/scale; runs: {known})")
     figures = json.loads(figures_path.read_text(encoding="utf-8"))
-    settings, modes = figures.get("settings", {}), figures.get("modes", {})
-    mode = next((name for name, row in modes.items() if "summary" in row), None)
-    if mode is None:
-        raise ValueError(f"{figures_path} holds no eval summary (written by benchmarks/eval_generation.py since "
-                         "2026-12-04c)")
+    settings = figures.get("settings", {})
+    if "by_hardness" in figures and "questions" in figures:  # python -m eval's report.json
+        summary, how = summarize(figures), f"python -m eval --backend {settings.get('backend', 'unsloth')}"
+    else:
+        modes = figures.get("modes", {})
+        mode = next((name for name, row in modes.items() if "summary" in row), None)
+        if mode is None:
+            raise ValueError(f"{figures_path} holds no eval summary (python -m eval's report.json, or "
+                             "benchmarks/eval_generation.py's figures since 2026-12-04c)")
+        summary, how = modes[mode]["summary"], f"benchmarks/eval_generation.py --modes {mode}"
     scale = SCALES[run.get("scale", "gpu")]
     asked = {"split": "dev", "max_new_tokens": scale.eval_max_new_tokens}
     if wrong := {key: settings.get(key) for key, value in asked.items() if settings.get(key) != value}:
@@ -332,12 +338,10 @@ def add_heldout(results: dict[str, Any], run_key: str, figures_path: Path) -> st
     earlier = run.get("evals", {}).get("heldout")
     if earlier is not None and "source" not in earlier:
         raise ValueError(f"{run_key} has the proof's own held-out eval; it stays")
-    summary = modes[mode]["summary"]
-    checkpoint = settings.get("checkpoint")
     run.setdefault("evals", {})["heldout"] = dict(summary, source=(
-        f"benchmarks/eval_generation.py --modes {mode} (split dev, --max-new-tokens {settings['max_new_tokens']}, "
-        f"checkpoint {checkpoint}), run after the proof, which trained this arm only"))
-    return f"{run_key}: held-out {summary['accuracy']['overall']:.1%} from {figures_path} ({mode})"
+        f"{how} (split dev, --max-new-tokens {settings['max_new_tokens']}, checkpoint {settings.get('checkpoint')}), "
+        "run after the proof, which trained this arm only"))
+    return f"{run_key}: held-out {summary['accuracy']['overall']:.1%} from {figures_path} ({how})"
 
 
 def questions_digest(questions: list[dict[str, Any]]) -> str:

@@ -604,3 +604,26 @@ def test_an_eval_of_eval_generation_becomes_a_trained_only_runs_held_out_eval(tm
         learning_proof.add_heldout(learning_proof.load_results(results_path), "sft/seed28/epoch", figures)
     with pytest.raises(SystemExit):  # a missing file: the parser's error, nothing written
         learning_proof.main([*argv, "sft/seed28/epoch", str(tmp_path / "missing.json")])
+
+
+def test_an_eval_report_becomes_a_trained_only_runs_held_out_eval(tmp_path: Path, tiny_model_dir: Path) -> None:
+    """gpu_session.sh veval writes python -m eval's report.json: it pairs question by question like the proof's own."""
+    from eval.__main__ import main as evaluate
+
+    out = tmp_path / "eval"
+    evaluate(["--checkpoint", str(tiny_model_dir), "--split", "dev", "--limit", "2", "--max-new-tokens", "8",
+                     "--backend", "transformers", "--out", str(out), "--no-progress"])
+    report = json.loads((out / "report.json").read_text())
+    report["settings"]["limit"], report["settings"]["max_new_tokens"] = None, 256  # as the GPU session's eval runs
+    figures = tmp_path / "report.json"
+    figures.write_text(json.dumps(report))
+    measured = json.loads((EXPERIMENTS.parent / "docs" / "learning_proof" / "results.json").read_text())
+    results = {"runs": {"sft/seed28/epoch": dict(measured["runs"]["sft/seed27/epoch"], seed=28, evals={})}}
+    said = learning_proof.add_heldout(results, "sft/seed28/epoch", figures)
+    heldout = results["runs"]["sft/seed28/epoch"]["evals"]["heldout"]
+    assert heldout["outcomes"] == learning_proof.summarize(report)["outcomes"] and len(heldout["outcomes"]) == 2
+    assert "python -m eval --backend transformers" in heldout["source"] and "python -m eval" in said
+    report["settings"]["max_new_tokens"] = 96
+    figures.write_text(json.dumps(report))
+    with pytest.raises(ValueError, match="evaluated {'max_new_tokens': 96}"):
+        learning_proof.add_heldout(results, "sft/seed28/epoch", figures)

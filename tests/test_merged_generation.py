@@ -3,6 +3,7 @@ after it (also after an error) the base weights are the very tensors they were a
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import Any
 
@@ -133,10 +134,31 @@ def test_the_trainers_rollouts_generate_folded_and_train_on_the_attached_lora() 
     assert fold_lora_for_rollouts(no_lora) is None and no_lora._generate(["q"]) == ["q"]
 
 
-def test_train_refuses_folding_beside_vllm() -> None:
+def test_by_default_a_model_that_cannot_be_folded_generates_attached_and_says_why(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    model = tiny_lora_model(8)
+    model.merge_adapter()  # cannot be folded again
+    generate = types.SimpleNamespace(calls=0)
+
+    def rollouts(prompts: list[str]) -> list[str]:
+        generate.calls += 1
+        return prompts
+
+    trainer = types.SimpleNamespace(model=model, _generate=rollouts)
+    assert fold_lora_for_rollouts(trainer, required=False) is None
+    assert trainer._generate is rollouts  # left as it was
+    assert "rollouts generate with the LoRA attached, not folded: " in capsys.readouterr().out
+    with pytest.raises(MergedGenerationError, match="merged into its weights already"):
+        fold_lora_for_rollouts(trainer)  # asked for: an error, not a quiet fallback
+
+
+def test_train_refuses_folding_beside_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
     import train
 
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))  # as where vLLM is installed
     with pytest.raises(ValueError, match="--merged_generation folds the LoRA for the native generation"):
         train.parse_config(["--output_dir", "/tmp/unused", "--merged_generation", "true", "--fast_inference", "true"])
     agent, _, _ = train.parse_config(["--output_dir", "/tmp/unused", "--merged_generation", "true"])
-    assert agent.merged_generation
+    assert agent.merged_generation is True
+    agent, _, _ = train.parse_config(["--output_dir", "/tmp/unused", "--fast_inference", "true"])
+    assert agent.merged_generation is None  # unset: vLLM generates, nothing to fold (generation.wrap_trainer)

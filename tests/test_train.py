@@ -640,7 +640,9 @@ def scored_batches(output_dir: Path, *extra: str, runaway: bool, before_train: A
     argv = ["--output_dir", str(output_dir), "--model", TINY_MODEL, "--max_questions", "1", "--num_generations", "2",
             "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2", "--max_completion_length", "1536",
             "--save_strategy", "no",
-            "--report_to", "none", "--max_steps", "1", "--phase", "easy", *extra]
+            "--report_to", "none", "--max_steps", "1", "--phase", "easy",
+            "--max_turn_tokens", "0",  # each test names the turn cap it measures (a later flag wins)
+            *extra]
     train.main(argv, before_train=hook)
     return batches
 
@@ -1440,7 +1442,7 @@ def test_a_model_whose_lora_cannot_be_folded_stops_with_what_to_do(tmp_path: Pat
         run_phase(tmp_path, "--phase", "easy", "--merged_generation", "true", "--max_steps", "1")
 
 
-def test_with_merged_generation_every_turn_generates_folded_and_training_sees_the_lora_attached(
+def test_by_default_every_turn_generates_folded_and_training_sees_the_lora_attached(
         tmp_path: Path) -> None:
     seen: dict[str, Any] = {"turns": []}
 
@@ -1456,7 +1458,7 @@ def test_with_merged_generation_every_turn_generates_folded_and_training_sees_th
 
         trainer._generate_single_turn = watched
 
-    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1", "--merged_generation", "true", before_train=record)
+    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1", before_train=record)  # the default folds
     assert seen["layers"] and seen["turns"] and all(seen["turns"])  # every turn of the rollout, folded
     assert not any(layer.merged_adapters for layer in seen["layers"])  # and training saw the adapters attached
     assert [layer.base_layer.weight.data_ptr() for layer in seen["layers"]] == seen["pointers"]
