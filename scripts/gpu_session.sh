@@ -23,7 +23,8 @@
 #                  PROMPTS=16 MICRO_BATCH=6 MAX_LEN=1024 START_ADAPTER=<its warm-up> DATA_DIR=/tmp/lp/q15/data;
 #                  VARIANTS=vllm BENCH_OUT=vllm_step: the same step's rollouts through vLLM, after vinstall)
 #   decode ARGS...  benchmarks/decode_step.py ARGS (a decode step's cost by batch and attention core; --lora attached
-#                  disabled: with and without the adapter's products); figures to $OUT
+#                  folded: with the adapter's products and from the folded weights, as train.py's rollouts decode);
+#                  figures to $OUT
 #   memory17 N...  a random-weight 1.7B (Qwen3-1.7B's shape) in /tmp/q17, one GRPO step's peak memory at N prompt groups
 #                  a step (6 x 1024 tokens each, micro-batch 6): which default fits the L4's 22.5 GiB; figures to $OUT
 #   bg NAME STAGE ARGS...  any stage in the background as run NAME (a `then` can wait on it); returns at once
