@@ -283,6 +283,14 @@ def with_vllm_stop_ids(generation_kwargs: dict[str, Any] | None, stop_ids: list[
     return kwargs
 
 
+def with_vllm_turn_cap(generation_kwargs: dict[str, Any] | None, turn_tokens: int) -> dict[str, Any]:
+    """GRPOConfig.generation_kwargs that make vLLM end every turn at ``turn_tokens`` new tokens (--max_turn_tokens).
+    TRL's colocate path, which Unsloth's in-process engine goes through as well, builds each turn's SamplingParams
+    with ``max_tokens`` = max_completion_length and then applies these, so this one wins; a turn cut there has no
+    closed call and ends its episode, as on the native path."""
+    return {**(generation_kwargs or {}), "max_tokens": turn_tokens}
+
+
 class GenerationScope:
     """TRL's per-turn generation context (``unwrap_model_for_generation``; under Unsloth it switches the
     model to inference mode, and on leaving frees the decode buffers and CUDA graphs and switches back),

@@ -490,6 +490,9 @@ def use_vllm_rollouts(agent: AgentConfig, grpo: AgentGRPOConfig, stop_ids: list[
         grpo.vllm_gpu_memory_utilization = agent.vllm_memory_share
     if stop_ids:  # vLLM reads its stop ids from the sampling settings, not from the model
         grpo.generation_kwargs = generation.with_vllm_stop_ids(grpo.generation_kwargs, stop_ids)
+    if agent.max_turn_tokens:  # and its per-turn length: the native path's cap (generation.cap_turns) is not there
+        grpo.generation_kwargs = generation.with_vllm_turn_cap(
+            grpo.generation_kwargs, min(agent.max_turn_tokens, grpo.max_completion_length))
 
 
 def build_trainer(

@@ -22,9 +22,8 @@ MAIN_LINE = ("base", "sft", "easy", "mixed")
 HABIT_SHARE = 0.6
 RETRY_SHARE = 0.25  # the warm-up episodes that show a failed query and its retry (sft.py --sft_retry_share)
 # Rollouts through an in-process vLLM engine (Unsloth's), as benchmarks/gpu_backends.py's `vllm` variant: the stop
-# rule is vLLM's, and the per-turn caps of the native path do not apply there. Since 2026-12-06e the native path ends
-# a turn at 256 tokens by default (--max_turn_tokens) and vLLM's turns run to the episode's budget: a vLLM arm and its
-# native pair differ in that too, until the cap has a vLLM form (docs/vllm.md, item 5).
+# rule is vLLM's, the per-turn cap (--max_turn_tokens, 256 since 2026-12-06e) is vLLM's max_tokens, and the cap at
+# the episode's remaining budget does not apply there (docs/vllm.md, item 5).
 VLLM_ROLLOUTS = ("--fast_inference", "true", "--cap_turns_at_budget", "false")
 
 

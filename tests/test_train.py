@@ -508,18 +508,22 @@ def test_fast_inference_keeps_the_stop_rule_and_checks_its_memory_share(monkeypa
         train.parse_config(["--fast_inference", "--vllm_memory_share", "1.5"])
 
 
-def test_vllm_rollouts_get_the_stop_rule_and_under_plain_transformers_the_memory_share() -> None:
-    agent = types.SimpleNamespace(backend="transformers", vllm_memory_share=0.3)
+def test_vllm_rollouts_get_the_stop_rule_the_turn_cap_and_under_plain_transformers_the_memory_share() -> None:
+    agent = types.SimpleNamespace(backend="transformers", vllm_memory_share=0.3, max_turn_tokens=256)
     grpo = types.SimpleNamespace(use_vllm=False, vllm_mode="server", vllm_gpu_memory_utilization=0.9,
-                                 generation_kwargs={"top_k": 5})
+                                 generation_kwargs={"top_k": 5}, max_completion_length=512)
     train.use_vllm_rollouts(agent, grpo, [2, 49153])
     assert (grpo.use_vllm, grpo.vllm_mode, grpo.vllm_gpu_memory_utilization) == (True, "colocate", 0.3)
-    assert grpo.generation_kwargs == {"top_k": 5, "stop_token_ids": [2, 49153]}
+    assert grpo.generation_kwargs == {"top_k": 5, "stop_token_ids": [2, 49153], "max_tokens": 256}
     unsloth = types.SimpleNamespace(use_vllm=False, vllm_mode="server", vllm_gpu_memory_utilization=0.9,
-                                    generation_kwargs=None)
-    train.use_vllm_rollouts(types.SimpleNamespace(backend="unsloth", vllm_memory_share=0.3), unsloth, [])
-    # Unsloth sizes its own engine when the model loads; TRL's setting stays as it was.
+                                    generation_kwargs=None, max_completion_length=128)
+    train.use_vllm_rollouts(types.SimpleNamespace(backend="unsloth", vllm_memory_share=0.3, max_turn_tokens=0),
+                            unsloth, [])
+    # Unsloth sizes its own engine when the model loads; TRL's setting stays as it was; no cap asked, none given.
     assert (unsloth.use_vllm, unsloth.vllm_gpu_memory_utilization, unsloth.generation_kwargs) == (True, 0.9, None)
+    train.use_vllm_rollouts(types.SimpleNamespace(backend="unsloth", vllm_memory_share=0.3, max_turn_tokens=256),
+                            unsloth, [])
+    assert unsloth.generation_kwargs == {"max_tokens": 128}  # never past the episode's own budget
 
 
 def test_a_run_whose_vllm_rollouts_do_not_line_up_with_the_trainer_says_so() -> None:
