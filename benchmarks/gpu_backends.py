@@ -84,8 +84,8 @@ VARIANTS: dict[str, list[str]] = {
                                        "--cap_turns_at_budget", "true", "--grouped_decode_attention", "true",
                                        "--merged_generation", "true"],
     # Rollouts through vLLM (--fast_inference, issue 32): Unsloth's in-process engine under --backends unsloth, TRL's
-    # colocate engine under transformers, at train.py's default memory share. The per-turn caps do not apply there.
-    # Its own bench call (BENCH_OUT): the engine takes its share of memory when the model loads.
+    # colocate engine under transformers, at train.py's default memory share, with no turn cap (as measured before vLLM
+    # took one). Its own bench call (BENCH_OUT): the engine takes its share of memory when the model loads.
     "vllm": ["--fast_inference", "true", "--stop_at_tool_call", "true", "--cap_turns_at_budget", "false"],
     # The same with the engine's share an L4 would give it: train.py's 0.5 of 24 GB is 0.15 of an 80 GB card, so
     # the row's peak reserved memory reads against the L4's 22.5 GiB.
