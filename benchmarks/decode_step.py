@@ -17,10 +17,11 @@ a profiler table of the kernels of --profile-batch rows, and whether the cores a
 ``--lora attached disabled folded`` measures each row with the LoRA in the step, again with it switched off (PEFT's
 disable_adapter: the base weights alone), and with it folded into the weights as train.py's rollouts decode
 (merged_generation.py): what the adapter's small matrix products, two per projection and layer, add to a step that
-costs many times its memory floor. (On the 1.5B, 2026-12-06e, disabling it saved nothing in this bench while the
-folded weights' decode forward took 0.71x inside GRPO steps: ``folded`` measures the path train.py takes.) ``--gpu-busy-batch N``: how
-many of a step's milliseconds at N rows its kernels keep the GPU busy (profiled); the rest the step waits on the
-host, between graph segments.
+costs many times its memory floor. (2026-12-06e: inside the 1.5B's GRPO steps the folded decode forward took
+0.71x the attached one's; in this bare step, on a random 0.5B shape, folding removed the adapter's kernels as
+disabling did, but the wall times scattered more than the states differ.) ``--gpu-busy-batch N``: how many of a
+step's milliseconds at N rows its kernels keep the GPU busy (profiled); the rest the step waits on the host, between
+graph segments.
 """
 
 from __future__ import annotations

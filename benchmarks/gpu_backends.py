@@ -53,6 +53,8 @@ MEMORY_SEARCH_GENERATIONS = (6, 8, 12, 16)
 MEMORY_SEARCH_COMPLETION_LENGTHS = (512, 1024)
 UNCAPPED = ["--cap_turns_at_budget", "false"]  # the variants measured before the cap existed keep their meaning
 SDPA = ["--grouped_decode_attention", "false"]  # ... and before generation.py's decode attention existed
+GROUPED = ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget", "true",
+           "--grouped_decode_attention", "true"]  # the settings every ...+grouped variant starts from
 VARIANTS: dict[str, list[str]] = {
     "before": ["--stop_at_tool_call", "false", "--decode_graphs", "false", *UNCAPPED, *SDPA],
     "stop": ["--stop_at_tool_call", "true", "--decode_graphs", "false", *UNCAPPED, *SDPA],
@@ -71,18 +73,13 @@ VARIANTS: dict[str, list[str]] = {
     "stop+graphs+cap+turn256": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget",
                                 "true", "--max_turn_tokens", "256", *SDPA],
     # train.py's defaults 2026-12-03 to 2026-12-06e: the decode step's attention as grouped products (generation.py).
-    "stop+graphs+cap+grouped": ["--stop_at_tool_call", "true", "--decode_graphs", "true", "--cap_turns_at_budget",
-                                "true", "--grouped_decode_attention", "true"],
+    "stop+graphs+cap+grouped": GROUPED,
     # The defaults with 256-token turns: on the 1.5B's L4 step (96 rows, 1,024 tokens) two turns of one step ran
     # 700 and 875 tokens and held their calls 16 of the step's 32 s of generation (2026-12-06d).
-    "stop+graphs+cap+grouped+turn256": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
-                                        "--cap_turns_at_budget", "true", "--grouped_decode_attention", "true",
-                                        "--max_turn_tokens", "256"],
+    "stop+graphs+cap+grouped+turn256": [*GROUPED, "--max_turn_tokens", "256"],
     # The defaults with the rollouts generated from weights with the LoRA folded in (merged_generation.py): a decode
     # step without the adapter's two small products a projection.
-    "stop+graphs+cap+grouped+merged": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
-                                       "--cap_turns_at_budget", "true", "--grouped_decode_attention", "true",
-                                       "--merged_generation", "true"],
+    "stop+graphs+cap+grouped+merged": [*GROUPED, "--merged_generation", "true"],
     # Rollouts through vLLM (--fast_inference, issue 32): Unsloth's in-process engine under --backends unsloth, TRL's
     # colocate engine under transformers, at train.py's default memory share, with no turn cap (as measured before vLLM
     # took one). Its own bench call (BENCH_OUT): the engine takes its share of memory when the model loads.
@@ -92,14 +89,12 @@ VARIANTS: dict[str, list[str]] = {
     "vllm+l4share": ["--fast_inference", "true", "--stop_at_tool_call", "true", "--cap_turns_at_budget", "false",
                      "--vllm_memory_share", "0.15"],
     # train.py's defaults since 2026-12-06e: the grouped defaults with the LoRA folded and 256-token turns.
-    "stop+graphs+cap+grouped+merged+turn256": ["--stop_at_tool_call", "true", "--decode_graphs", "true",
-                                               "--cap_turns_at_budget", "true", "--grouped_decode_attention", "true",
-                                               "--merged_generation", "true", "--max_turn_tokens", "256"],
+    "stop+graphs+cap+grouped+merged+turn256": [*GROUPED, "--merged_generation", "true", "--max_turn_tokens", "256"],
 }
 # Each variant keeps measuring what its name says: a default added later stays off where the name does not ask for it.
 LATER_DEFAULTS_OFF = {"--max_turn_tokens": "0", "--merged_generation": "false"}
-for _flags in VARIANTS.values():
-    _flags += [item for flag, off in LATER_DEFAULTS_OFF.items() if flag not in _flags for item in (flag, off)]
+VARIANTS = {name: [*flags, *(item for flag, off in LATER_DEFAULTS_OFF.items() if flag not in flags for item in (flag, off))]
+            for name, flags in VARIANTS.items()}
 
 
 def _synchronize() -> None:
