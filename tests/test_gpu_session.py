@@ -148,8 +148,9 @@ def test_watch_brings_back_every_phase_s_per_step_rows_rollouts_and_held_out_epi
         (runs / phase).mkdir(parents=True)
         (runs / phase / "metrics.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
     (runs / "mixed-seed27/mixed/rollouts.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
-    (runs / "mixed-seed27/eval-heldout").mkdir()
-    (runs / "mixed-seed27/eval-heldout/report.json").write_text("{}", encoding="utf-8")
+    for held_out in ("eval-heldout", "eval-heldout_step30"):  # the final adapter's eval and --eval-at-step's
+        (runs / "mixed-seed27" / held_out).mkdir()
+        (runs / "mixed-seed27" / held_out / "report.json").write_text("{}", encoding="utf-8")
     out = tmp_path / "out"
     env = os.environ | {"OUT": str(out), "RUNS_DIR": str(runs)}
     done = subprocess.run(["bash", str(SCRIPT), "watch", "0"], cwd=tmp_path, env=env,
@@ -158,7 +159,8 @@ def test_watch_brings_back_every_phase_s_per_step_rows_rollouts_and_held_out_epi
     listed = subprocess.run(["tar", "tzf", str(out / "metrics.tgz")], capture_output=True, text=True, check=True)
     rows = [f"./{phase}/metrics.jsonl" for phase in phases]
     assert sorted(listed.stdout.split()) == sorted([*rows, "./mixed-seed27/mixed/rollouts.jsonl",
-                                                    "./mixed-seed27/eval-heldout/report.json"])
+                                                    "./mixed-seed27/eval-heldout/report.json",
+                                                    "./mixed-seed27/eval-heldout_step30/report.json"])
     # An archive too large to come back from the device keeps the per-step rows alone, and says so.
     done = subprocess.run(["bash", str(SCRIPT), "watch", "0"], cwd=tmp_path, env=env | {"METRICS_MAX_BYTES": "10"},
                           capture_output=True, text=True, check=False)
