@@ -49,6 +49,7 @@ def test_every_variant_is_a_set_of_train_flags(monkeypatch: pytest.MonkeyPatch) 
         assert agent.fast_inference == gpu_backends.uses_vllm(name) == name.startswith("vllm")
         assert agent.vllm_memory_share == (0.15 if "l4share" in name else 0.5)
         assert agent.merged_generation is ("+merged" in name)
+        assert agent.generation_mode_per_rollout == name.endswith("+rollout")
 
 
 @pytest.mark.slow
@@ -71,6 +72,15 @@ def test_a_variant_starts_from_a_warm_up_adapter(tiny_model_dir: Path, tmp_path:
     with pytest.raises(train.SetupError, match="no adapter_model.safetensors there"):
         gpu_backends.measure_variant("transformers", str(tiny_model_dir), "stop", steps=1, num_generations=2,
                                      max_completion_length=8, data_dir=None, start_adapter=str(tmp_path / "none"))
+
+
+def test_the_reserved_memory_a_step_adds_is_read_off_the_steps_peaks() -> None:
+    """The 1.5B's mixed phase: reserved 17.1 -> 23.1 GiB over 30 steps, allocated flat (2026-12-06f)."""
+    history = [{"step": step, "step_time": 10.0, "gpu/peak_reserved_gib": 17.0 + 0.2 * step} for step in range(1, 5)]
+    history.append({"step": 4, "gpu/peak_reserved_gib": 17.8})  # the run's summary row: no step_time, not a step
+    assert gpu_backends.reserved_growth_per_step(history) == 0.2
+    assert gpu_backends.reserved_growth_per_step(history[:1]) is None  # one step: no growth to read
+    assert gpu_backends.reserved_growth_per_step([{"step": 1, "step_time": 1.0}] * 3) is None  # CPU: no figures
 
 
 def test_a_calls_fixed_cost_and_decode_step_are_fitted_from_written_rows(tmp_path: Path) -> None:
