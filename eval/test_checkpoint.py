@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from eval.checkpoint import CheckpointError, checkpoint_kind, load_checkpoint
+from eval.checkpoint import CheckpointError, adapter_base, checkpoint_kind, load_checkpoint
 
 
 def test_an_adapter_loads_onto_its_base_model(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -43,6 +43,14 @@ def test_an_adapter_loads_onto_its_base_model(tiny_model_dir: Path, tmp_path: Pa
 def test_checkpoint_errors_say_what_is_wrong(tmp_path: Path, make: Any, message: str) -> None:
     with pytest.raises(CheckpointError, match=message):
         checkpoint_kind(make(tmp_path))
+
+
+@pytest.mark.parametrize("written", ["", '{"peft_type": ', "[]"])
+def test_a_damaged_adapter_config_is_named(tmp_path: Path, written: str) -> None:
+    """An adapter cut short on its way between machines: the error names the file, not a bare JSON message."""
+    (tmp_path / "adapter_config.json").write_text(written, encoding="utf-8")
+    with pytest.raises(CheckpointError, match="adapter_config.json (is not readable JSON|names no base model)"):
+        adapter_base(tmp_path)
 
 
 def test_a_full_model_folder_loads_with_its_tokenizer(tiny_model_dir: Path) -> None:

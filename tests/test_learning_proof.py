@@ -473,6 +473,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-informative-sft4x-lr5e-5-batchstd": "sft-4x", "mixed-dapo-sft4x-lr5e-5": "sft-4x",
                         "mixed-informative-sft4x-lr5e-5-temp0.7": "sft-4x",
                         "mixed-informative-sft4x-lr5e-5-direct": "sft-4x",
+                        "mixed-all-informative-sft4x-lr5e-5": "sft-4x",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",

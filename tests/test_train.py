@@ -1359,6 +1359,16 @@ def test_an_adapter_whose_base_is_gone_is_named_before_anything_loads(tmp_path: 
         train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--dry-run"])
 
 
+@pytest.mark.parametrize("written", ["", '{"base_model_name_or_path": ', "[]"])
+def test_a_damaged_adapter_config_is_named_before_anything_loads(tmp_path: Path, written: str) -> None:
+    """An adapter cut short on its way between machines: the error names the file, not a bare JSON message."""
+    adapter = adapter_on(TINY_MODEL, tmp_path / "out" / "easy" / "adapter")
+    (adapter / "adapter_config.json").write_text(written, encoding="utf-8")
+    with pytest.raises(train.SetupError, match=f"start adapter's {adapter / 'adapter_config.json'} "
+                                               "(is not readable JSON|holds no settings)"):
+        train.main(["--output_dir", str(tmp_path / "out"), "--phase", "mixed", "--dry-run"])
+
+
 def test_the_log_names_the_warm_up_an_embedded_phase_starts_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": "tiny-fetched", "gguf_sha256": "0"})
