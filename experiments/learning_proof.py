@@ -86,7 +86,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # train.py and python -m eval are imported where an arm runs (run_arm), not here: the registry and the report import
 # no trainer, so --report-only and --merge start without unsloth or torch.
 from proof_arms import ARMS, MAIN_LINE, Arm, start_chain, warm_up_of  # noqa: E402
-from proof_report import HARDNESS, measured, write_report  # noqa: E402
+from proof_report import HARDNESS, HARDNESS_LETTERS, measured, write_report  # noqa: E402
 
 DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
 DEFAULT_REPORT = REPO_DIR / "docs" / "learning_proof.md"
@@ -288,6 +288,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "outcomes": "".join("1" if question["correct"] else "0" for question in scored),
         "answered_outcomes": "".join("1" if question["answered"] else "0" for question in scored),
         "post_episode_calls_by_question": "".join(str(min(question["post_episode_calls"], 9)) for question in scored),
+        # each question's Spider class as one letter (e, m, h, x): the report pairs arms class by class
+        "hardness_by_question": "".join(HARDNESS_LETTERS[question["hardness"]] for question in scored),
         "questions_digest": questions_digest(scored),
         "accuracy": {group: report["by_hardness"][group]["accuracy"] for group in HARDNESS},
         # by the exact text asked for, without the relaxed matching (None in reports from before it was measured)

@@ -152,10 +152,10 @@ ARMS = {
                                                  "mixed_steps", ("--sampling", "informative", "--learning_rate",
                                                                  "5e-5"),
                                                  ablates="mixed-informative-sft4x-lr5e-5"),
-    # The recipe's mixed phase on all four classes. On the 1.5B (seed 30) it moved what it trained on: held-out medium
-    # 15 questions gained and 3 lost against the warm-up (p = 0.008), hard (never trained on) 5 gained and 9 lost.
-    # The 1.5B answers a quarter of hard questions, so their groups have spread, where the 0.5B's (7%) had little
-    # (mixed-all: -0.2 against plain mixed, seed 27).
+    # The recipe's mixed phase on all four classes. On the 1.5B (seed 30) the recipe moved held-out medium, which it
+    # trains on and the warm-up misses a third of (15 questions gained, 3 lost, p = 0.008), not easy (83%, saturated)
+    # nor hard (5 gained, 9 lost), which it never trains on. The 1.5B answers a quarter of hard questions, so their
+    # groups would have spread, where the 0.5B's (7%) had little (mixed-all: -0.2 against plain mixed, seed 27).
     "mixed-all-informative-sft4x-lr5e-5": Arm("mixed-all-informative-sft4x-lr5e-5", "mixed", "easy-sft4x",
                                               "mixed_steps", ("--curriculum", str(MIXED_ALL_CURRICULUM), "--sampling",
                                                               "informative", "--learning_rate", "5e-5"),

@@ -22,6 +22,7 @@ from proof_arms import ABLATIONS, ARMS, HABIT_SHARE, trains_its_own_warm_up, war
 
 # The groups every eval is summarized by (the runner keeps these of each eval report): the table's columns.
 HARDNESS = ["easy", "medium", "hard", "extra", "overall"]
+HARDNESS_LETTERS = {"easy": "e", "medium": "m", "hard": "h", "extra": "x"}  # a question's class in a results file
 
 # ------------------------------------------------------------------------------------------------ runs
 
@@ -206,23 +207,31 @@ class QuestionChanges:
         return mcnemar_p(self.gained, self.lost)
 
 
-def question_changes(before_run: dict[str, Any], after_run: dict[str, Any]) -> QuestionChanges | None:
-    """The held-out evals of two runs compared question by question; None unless both kept their outcomes over
-    the same questions (same digest)."""
+def question_changes(before_run: dict[str, Any], after_run: dict[str, Any],
+                     hardness: str | None = None) -> QuestionChanges | None:
+    """The held-out evals of two runs compared question by question (``hardness``: only that Spider class's
+    questions); None unless both kept their outcomes over the same questions (same digest), and, for a class, unless
+    one of them kept which class each question is."""
     before = before_run.get("evals", {}).get("heldout", {})
     after = after_run.get("evals", {}).get("heldout", {})
     if not (before.get("outcomes") and before.get("questions_digest") == after.get("questions_digest")):
         return None
     pairs = list(zip(before["outcomes"], after["outcomes"], strict=True))
-    return QuestionChanges(len(pairs), before["outcomes"].count("1"), after["outcomes"].count("1"),
-                           pairs.count(("0", "1")), pairs.count(("1", "0")))
+    if hardness is not None:
+        classes = before.get("hardness_by_question") or after.get("hardness_by_question")
+        if not classes:
+            return None
+        pairs = [pair for pair, letter in zip(pairs, classes, strict=True) if letter == HARDNESS_LETTERS[hardness]]
+    return QuestionChanges(len(pairs), [before for before, _ in pairs].count("1"),
+                           [after for _, after in pairs].count("1"), pairs.count(("0", "1")), pairs.count(("1", "0")))
 
 
-def seed_changes(results: dict[str, Any], before_arm: str, after_arm: str) -> list[tuple[Any, QuestionChanges]]:
+def seed_changes(results: dict[str, Any], before_arm: str, after_arm: str,
+                 hardness: str | None = None) -> list[tuple[Any, QuestionChanges]]:
     """(seed, changes) for every seed and scale where both arms ran from the same warm-up and their held-out evals
-    pair up question by question."""
-    pairs = [(seed, question_changes(before, after)) for seed, before, after in pairs_by_seed(results, before_arm,
-                                                                                              after_arm)]
+    pair up question by question (``hardness``: over that class's questions only)."""
+    pairs = [(seed, question_changes(before, after, hardness))
+             for seed, before, after in pairs_by_seed(results, before_arm, after_arm)]
     return [(seed, changes) for seed, changes in pairs if changes is not None]
 
 
@@ -597,6 +606,12 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("easy-sft4x-fresh", "mixed-informative-sft4x-fresh"), ("sft-4x", "mixed-informative-sft4x-fresh"))
 
 
+def _arm_pairs(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """PAIRED_ARMS at the default scale and at every other scale the results hold (``arm@scale``)."""
+    scales = sorted({f"@{run['scale']}" for run in results["runs"].values() if run.get("scale") not in (None, "gpu")})
+    return [(before + suffix, after + suffix) for suffix in ["", *scales] for before, after in PAIRED_ARMS]
+
+
 def paired_rows(results: dict[str, Any]) -> list[str]:
     """Markdown rows comparing consecutive main-line arms of one seed question by question on the held-out split,
     where both evals kept their outcomes over the same questions; then each pair of arms over its seeds pooled."""
@@ -605,14 +620,35 @@ def paired_rows(results: dict[str, Any]) -> list[str]:
                       f"{changes.correct_after} | {changes.gained} | {changes.lost} | {changes.p:.2g} |")
 
     per_seed, pooled = [], []
-    scales = sorted({f"@{run['scale']}" for run in results["runs"].values() if run.get("scale") not in (None, "gpu")})
-    for before_arm, after_arm in [(before + suffix, after + suffix) for suffix in ["", *scales]
-                                  for before, after in PAIRED_ARMS]:
+    for before_arm, after_arm in _arm_pairs(results):
         seeds = seed_changes(results, before_arm, after_arm)
         per_seed += [row(str(seed), f"{before_arm} -> {after_arm}", changes) for seed, changes in seeds]
         if len(seeds) > 1:
             pooled.append(row(f"all {len(seeds)}", f"{before_arm} -> {after_arm}",
                               pooled_changes([changes for _, changes in seeds]))[1])
+    return [text for _, text in sorted(per_seed, key=lambda item: item[0])] + pooled
+
+
+def paired_hardness_rows(results: dict[str, Any]) -> list[str]:
+    """The pairs of paired_rows class by class, where the evals kept each question's class: questions gained /
+    lost and the exact McNemar p in each class; each pair of arms over its seeds pooled last. Where a phase's gain
+    lies shows here (the 1.5B's mixed phase, seed 30: medium 15 gained and 3 lost, the other classes even)."""
+    classes = HARDNESS[:-1]
+
+    def row(seed: str, arms: str, changes: list[QuestionChanges]) -> str:
+        cells = [f"{change.gained} / {change.lost} ({change.p:.2g})" for change in changes]
+        return f"| {seed} | {arms} | " + " | ".join(cells) + " |"
+
+    per_seed, pooled = [], []
+    for before_arm, after_arm in _arm_pairs(results):
+        # The same pairs of runs in the same order for every class: a pair that kept no classes is in none of them.
+        pairs = list(zip(*(seed_changes(results, before_arm, after_arm, hardness) for hardness in classes)))
+        arms = f"{before_arm} -> {after_arm}"
+        per_seed += [(str(seeds[0][0]), row(str(seeds[0][0]), arms, [changes for _, changes in seeds]))
+                     for seeds in pairs]
+        if len(pairs) > 1:
+            pooled.append(row(f"all {len(pairs)}", arms,
+                              [pooled_changes([seeds[index][1] for seeds in pairs]) for index in range(len(classes))]))
     return [text for _, text in sorted(per_seed, key=lambda item: item[0])] + pooled
 
 
@@ -1025,6 +1061,12 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         lines += ["", ("Question by question on the held-out databases (same seed; exact McNemar test on the "
                        "questions that changed):"), "", "| seed | arms | questions | correct | gained | lost | p |",
                   "|---|---|---|---|---|---|---|", *paired]
+    by_class = paired_hardness_rows(results)
+    if by_class:
+        lines += ["", ("The same pairs class by class: questions gained / lost in each Spider class (exact McNemar p), "
+                       "where the evals kept each question's class:"), "",
+                  "| seed | arms | " + " | ".join(HARDNESS[:-1]) + " |", "|---" * (len(HARDNESS) + 1) + "|",
+                  *by_class]
     counts_tables = [
         (wrong_answer_table(results), "wrong answers",
          "Why the held-out answers were wrong, as shares of the wrong ones: the kinds that begin 'gold result seen' "

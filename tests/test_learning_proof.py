@@ -350,17 +350,18 @@ def test_an_eval_keeps_each_questions_outcome_with_a_digest_of_which_questions()
     groups = {group: {"accuracy": 0.5, "n": 2} for group in learning_proof.HARDNESS}
     groups["overall"] |= {"answered": 1.0, "post_episode_calls": 0.0, "tool_error_rate": 0.0, "mean_steps": 3.0}
     questions = [{"db_id": "a", "question": "q1", "correct": True, "skip_reason": None, "answered": True,
-                  "post_episode_calls": 2},
+                  "post_episode_calls": 2, "hardness": "extra"},
                  {"db_id": "a", "question": "q2", "correct": False, "skip_reason": "gold query failed",
-                  "answered": True, "post_episode_calls": 1},
+                  "answered": True, "post_episode_calls": 1, "hardness": "easy"},
                  {"db_id": "b", "question": "q3", "correct": False, "skip_reason": None, "answered": False,
-                  "post_episode_calls": 12, "stop_reason": "malformed_tool_call",
+                  "post_episode_calls": 12, "stop_reason": "malformed_tool_call", "hardness": "medium",
                   "final_text": '<tool_call>{"name": "query", "arguments": {"sql": "SELECT "a""}}</tool_call>'}]
     report = {"by_hardness": groups, "timing": {"elapsed_s": 1.0}, "questions": questions}
     summary = learning_proof.summarize(report)
     assert summary["outcomes"] == "10"  # skipped questions are not scored, so they have no outcome
     assert summary["answered_outcomes"] == "10"
     assert summary["post_episode_calls_by_question"] == "29"  # one digit a question: 12 calls show as 9
+    assert summary["hardness_by_question"] == "xm"  # extra and easy share a first letter, not a code
     assert summary["unreadable_call_examples"] == [questions[2]["final_text"]]
     reordered = learning_proof.summarize(dict(report, questions=questions[::-1]))
     assert reordered["outcomes"] == "01" and reordered["questions_digest"] != summary["questions_digest"]

@@ -62,6 +62,30 @@ def test_arms_of_one_seed_compare_question_by_question_only_over_the_same_questi
     assert proof_report.mcnemar_p(0, 0) == 1.0
 
 
+def test_arms_of_one_seed_also_pair_up_class_by_class_where_the_evals_kept_each_questions_class() -> None:
+    def run(arm: str, seed: int, outcomes: str, classes: str | None) -> dict:
+        heldout = _heldout(outcomes.count("1") / len(outcomes), outcomes)
+        if classes:
+            heldout["hardness_by_question"] = classes
+        return {"arm": arm, "seed": seed, "evals": {"heldout": heldout}}
+
+    #            questions: e  m  m  m  h  x
+    runs = {"sft/seed0/gpu": run("sft", 0, "100001", "emmmhx"),
+            "easy/seed0/gpu": run("easy", 0, "011100", None),  # one side of a pair keeping the classes is enough
+            "sft/seed1/gpu": run("sft", 1, "000000", "emmmhx"),
+            "easy/seed1/gpu": run("easy", 1, "011110", "emmmhx")}
+    rows = proof_report.paired_hardness_rows({"runs": runs})
+    assert rows == ["| 0 | sft -> easy | 0 / 1 (1) | 3 / 0 (0.25) | 0 / 0 (1) | 0 / 1 (1) |",
+                    "| 1 | sft -> easy | 0 / 0 (1) | 3 / 0 (0.25) | 1 / 0 (1) | 0 / 0 (1) |",
+                    "| all 2 | sft -> easy | 0 / 1 (1) | 6 / 0 (0.031) | 1 / 0 (1) | 0 / 1 (1) |"]
+    assert proof_report.paired_rows({"runs": runs})[0] == "| 0 | sft -> easy | 6 | 2 -> 3 | 3 | 2 | 1 |"
+    # Neither side kept the classes (results from before 2026-12-06f): no class-by-class row, the overall one stays.
+    for key in ("sft/seed0/gpu", "sft/seed1/gpu", "easy/seed1/gpu"):
+        del runs[key]["evals"]["heldout"]["hardness_by_question"]
+    assert proof_report.paired_hardness_rows({"runs": runs}) == []
+    assert len(proof_report.paired_rows({"runs": runs})) == 3
+
+
 def test_the_curriculum_targets_fail_below_five_points_and_say_when_the_spread_is_unmeasured() -> None:
     def results(sft: list[float], mixed: list[float], easy: tuple[float, ...] = ()) -> dict:
         runs = {f"sft/seed{seed}/gpu": {"arm": "sft", "seed": seed, "evals": {"heldout": _heldout(value)}}
