@@ -367,6 +367,7 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         "reward_mean": round(statistics.fmean(entry["reward"] for entry in history if "reward" in entry), 3),
         **phase_summary(warm, warm_steps),
         "reserved_growth_gib_per_step": reserved_growth_per_step(history),
+        "graph_captures_per_step": graph_captures_per_step(profile.calls),
         "calls": profile.calls,
     }
     alignment = sampling_alignment(history)  # vLLM's rollouts against the trainer's scores; None without vLLM
@@ -385,6 +386,18 @@ def measure_variant(backend: str, model: str, variant: str, steps: int, num_gene
         row["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
         row["allocated_before_gib"] = round(allocated_before, 2)  # an earlier variant's leftovers, inside the peaks
     return row
+
+
+def graph_captures_per_step(calls: list[dict[str, Any]]) -> float | None:
+    """Unsloth's decode-graph captures a step after the first (its counter is cumulative over the calls): one per
+    generate call when every call captures again (2026-12-06f); None where the model keeps no counter."""
+    counted = [call for call in calls if "captures" in call]
+    warm = [call for call in counted if call["step"] >= 1]
+    if not warm:
+        return None
+    before = max((call["captures"] for call in counted if call["step"] < 1), default=0)
+    steps = len({call["step"] for call in warm})
+    return round((warm[-1]["captures"] - before) / steps, 2)
 
 
 def reserved_growth_per_step(history: list[dict[str, Any]]) -> float | None:
@@ -472,7 +485,8 @@ TABLE_COLUMNS = ["backend", "variant", "prompts_per_step", "num_generations", "m
                  "generation_share", "generated_tokens_per_s", "decode_steps_per_s", "tool_loop_vs_single_turn",
                  "generation_calls_per_step", "call_fixed_s", "decode_ms_per_step", "tool_calls_per_step",
                  "mean_completion_tokens", "environment_share", "reward_mean", "importance_sampling_ratio",
-                 "peak_reserved_gib", "reserved_growth_gib_per_step", "allocated_before_gib", "error"]
+                 "graph_captures_per_step", "peak_reserved_gib", "reserved_growth_gib_per_step", "allocated_before_gib",
+                 "error"]
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:

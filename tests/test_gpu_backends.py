@@ -83,6 +83,15 @@ def test_the_reserved_memory_a_step_adds_is_read_off_the_steps_peaks() -> None:
     assert gpu_backends.reserved_growth_per_step([{"step": 1, "step_time": 1.0}] * 3) is None  # CPU: no figures
 
 
+def test_graph_captures_a_step_are_read_off_unsloths_cumulative_counter() -> None:
+    """The 1.5B's L4 step: 38 captures in 38 calls, step 1 (the warm-up step, 19 calls) left out (2026-12-06f)."""
+    calls = [{"step": 0, "captures": n} for n in range(1, 20)] + [{"step": 1, "captures": n} for n in range(20, 39)]
+    assert gpu_backends.graph_captures_per_step(calls) == 19.0
+    held = [{"step": 0, "captures": 3}] + [{"step": step, "captures": 3 + step} for step in (1, 1, 2, 2)]
+    assert gpu_backends.graph_captures_per_step(held) == 1.0  # a capture a step: graphs kept across the calls
+    assert gpu_backends.graph_captures_per_step([{"step": 1, "batch": 4}]) is None  # plain TRL: no counter
+
+
 def test_a_calls_fixed_cost_and_decode_step_are_fitted_from_written_rows(tmp_path: Path) -> None:
     import fit_call_costs
 
