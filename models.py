@@ -925,6 +925,19 @@ def list_models(cache: Path | None = None) -> list[dict[str, str]]:
 TOOL_TOKEN_ROWS_FILE = "tool_token_rows.safetensors"
 
 
+def read_adapter_config(adapter_dir: Path) -> Any:
+    """An adapter folder's adapter_config.json as parsed ({} where there is none); a ValueError naming the file where
+    it is not readable JSON (an adapter cut short on its way between machines)."""
+    config_file = Path(adapter_dir) / "adapter_config.json"
+    if not config_file.is_file():
+        return {}
+    try:
+        return json.loads(config_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{config_file} is not readable JSON ({error}): the adapter was cut short or damaged; save "
+                         "or copy it again") from None
+
+
 def tool_token_rows(adapter_dir: Path) -> dict[str, torch.Tensor]:
     """The tool-token rows an adapter folder carries: 'indices', 'embed_tokens' and maybe 'lm_head'; {} if none."""
     from safetensors.torch import load_file

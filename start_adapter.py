@@ -10,7 +10,6 @@ the warm-up trained (models.tool_token_rows) go into the base weights with it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +20,13 @@ from embedded import looks_like_a_path
 def start_adapter_base(adapter_dir: Path, model: str, model_is_explicit: bool) -> str:
     """The base model a start adapter was trained on (adapter_config.json's base_model_name_or_path): the model this
     phase must load, since a LoRA means nothing on other weights. An explicit --model that differs is refused."""
-    config_file = adapter_dir / "adapter_config.json"
     try:
-        config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"the start adapter's {config_file} is not readable JSON ({error}): the adapter was cut "
-                         "short or damaged; save or copy it again, or start from another adapter") from error
+        config = models.read_adapter_config(adapter_dir)
+    except ValueError as error:
+        raise ValueError(f"the start adapter's {error}, or start from another adapter") from None
     if not isinstance(config, dict):
-        raise ValueError(f"the start adapter's {config_file} holds no settings (a JSON {type(config).__name__}): "
-                         "save or copy the adapter again, or start from another adapter")
+        raise ValueError(f"the start adapter's {adapter_dir / 'adapter_config.json'} holds no settings (a JSON "
+                         f"{type(config).__name__}): save or copy the adapter again, or start from another adapter")
     base = config.get("base_model_name_or_path")
     if not base:
         return model  # an adapter that names no base: --model is all there is to go on

@@ -10,7 +10,6 @@ model folder has config.json. Anything else is a CheckpointError that says what 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -42,11 +41,12 @@ def adapter_base(path: Path, base_model: str | None = None) -> str:
     """The base model an adapter was trained on: base_model if given, else the one its config names."""
     if base_model:
         return base_model
+    from models import read_adapter_config
+
     try:
-        config = json.loads((path / "adapter_config.json").read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise CheckpointError(f"{path}/adapter_config.json is not readable JSON ({error}): the adapter was cut short "
-                              "or damaged; copy or save it again") from None
+        config = read_adapter_config(path)
+    except ValueError as error:
+        raise CheckpointError(str(error)) from None
     base = config.get("base_model_name_or_path") if isinstance(config, dict) else None
     if not base:
         raise CheckpointError(f"{path}/adapter_config.json names no base model: pass --base-model PATH")
