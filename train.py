@@ -187,7 +187,9 @@ class AgentConfig(sft.WarmupConfig):
         metadata={"help": "Enter generation mode once per rollout instead of once per tool-loop turn (Unsloth "
                           "otherwise frees its decode buffers and CUDA graphs after every turn and captures them "
                           "again: on the 1.5B's step, in each of its 19-20 calls; docs/gpu.md, 2026-12-06f). Same "
-                          "tokens; measured once, on the 0.5B in one order (the step 9%% shorter), hence still off."},
+                          "tokens; on the 1.5B's L4 step 0.95-0.97x the step in both orders, for one more set of "
+                          "decode buffers held (+1.5 GiB there, about 4x on Qwen3-1.7B by its KV heads, not "
+                          "measured): off until the L4's margin is (docs/gpu.md, 2026-12-06g)."},
     )
     merged_generation: bool | None = field(
         default=None,

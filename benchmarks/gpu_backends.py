@@ -93,7 +93,9 @@ VARIANTS: dict[str, list[str]] = {
     # ... and one generation context a rollout: on the 1.5B's L4 step every one of a step's 19-20 generate calls
     # captured its decode graph again (2026-12-06f; Unsloth frees them each time TRL's per-turn context exits), about
     # 0.1 s of capture and an eager step a call, and the dropped graphs' memory pools stayed cached (reserved memory
-    # +0.19 GiB a step). Measured once on the 0.5B (6 x 512): 13 -> 8 captures in 13 calls, the step 9% shorter.
+    # +0.19 GiB a step). Measured once on the 0.5B (6 x 512): 13 -> 8 captures in 13 calls, the step 9% shorter; on
+    # the 1.5B's L4 step in both orders (2026-12-06g): 12-13.5 captures a step against 18.5-19.7, the step 0.95-0.97x,
+    # peak allocated +1.5 GiB (Unsloth keeps two batch sizes' decode buffers while the context is held).
     "stop+graphs+cap+grouped+merged+turn256+rollout": [*GROUPED, "--merged_generation", "true", "--max_turn_tokens",
                                                        "256", "--generation_mode_per_rollout", "true"],
 }
