@@ -179,12 +179,13 @@ def split_by_database(spider_dir: Path, work: Path, held_out: list[str]) -> Path
 
 
 def steps_for(arm: Arm, scale: Scale) -> int:
-    """The arm's optimizer steps: its scale's, times the steps each generation batch trains (the same episodes)."""
+    """The arm's optimizer steps: its scale's, times its passes over the questions (``steps_times``) and the steps
+    each generation batch trains (the same episodes)."""
     if arm.steps_of == "mixed_only_steps":
         steps = scale.easy_steps + scale.mixed_steps  # the curriculum's two phases together: the same total
     else:
         steps = getattr(scale, arm.steps_of)
-    return steps * arm.optimizer_steps_per_generation
+    return steps * arm.steps_times * arm.optimizer_steps_per_generation
 
 
 def adapter_of(work: Path, arm: str, seed: int) -> Path:

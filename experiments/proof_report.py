@@ -604,10 +604,15 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("sft-4x-recover", "easy-sft4x-recover"), ("easy-sft4x-recover", "mixed-informative-sft4x-recover"),
                ("sft-4x-recover", "mixed-informative-sft4x-recover"), ("sft-4x", "easy-sft4x-fresh"),
                ("easy-sft4x-fresh", "mixed-informative-sft4x-fresh"), ("sft-4x", "mixed-informative-sft4x-fresh"),
-               # the 1.5B's next arms against its warm-up and against the recipe, class by class too
+               # the 1.5B's mixed-phase arms against its warm-up and against the recipe, class by class too
                ("sft-4x", "mixed-all-informative-sft4x-lr5e-5"), ("sft-4x", "mixed-informative-sft4x-lr5e-5-direct"),
                ("mixed-informative-sft4x-lr5e-5", "mixed-all-informative-sft4x-lr5e-5"),
-               ("mixed-informative-sft4x-lr5e-5", "mixed-informative-sft4x-lr5e-5-direct"))
+               ("mixed-informative-sft4x-lr5e-5", "mixed-informative-sft4x-lr5e-5-direct"),
+               ("sft-4x", "mixed-all-answers-sft4x-lr5e-5"),
+               ("mixed-informative-sft4x-lr5e-5", "mixed-all-answers-sft4x-lr5e-5"),
+               ("mixed-all-informative-sft4x-lr5e-5", "mixed-all-answers-sft4x-lr5e-5"),
+               ("sft-4x", "mixed-informative-sft4x-lr5e-5-direct-2epochs"),
+               ("mixed-informative-sft4x-lr5e-5-direct", "mixed-informative-sft4x-lr5e-5-direct-2epochs"))
 
 
 def _arm_pairs(results: dict[str, Any]) -> list[tuple[str, str]]:

@@ -26,7 +26,9 @@
 #                  folded: with the adapter's products and from the folded weights, as train.py's rollouts decode);
 #                  figures to $OUT
 #   memory17 N...  a random-weight 1.7B (Qwen3-1.7B's shape) in /tmp/q17, one GRPO step's peak memory at N prompt groups
-#                  a step (6 x 1024 tokens each, micro-batch 6): which default fits the L4's 22.5 GiB; figures to $OUT
+#                  a step (6 x 1024 tokens each, micro-batch 6): which default fits the L4's 22.5 GiB; figures to $OUT.
+#                  VARIANTS: the settings (default: train.py's, the LoRA folded for the rollouts, without the 256-token
+#                  turn cap, so that the random model's one-turn episodes still run to 1024 tokens, the worst case)
 #   bg NAME STAGE ARGS...  any stage in the background as run NAME (a `then` can wait on it); returns at once
 #   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
 #                  one after the other in one process (benchmarks/eval_generation.py); figures to
@@ -220,7 +222,8 @@ case "$stage" in
     ;;
   memory17)
     [ -f /tmp/q17/config.json ] || python3 models.py random --size 1.7b --out /tmp/q17 > "$out/q17.log" 2>&1
-    python3 benchmarks/gpu_backends.py --model /tmp/q17 --backends unsloth --variants stop+graphs+cap+grouped \
+    python3 benchmarks/gpu_backends.py --model /tmp/q17 --backends unsloth \
+      --variants ${VARIANTS:-stop+graphs+cap+grouped+merged} \
       --steps "${STEPS:-2}" --max-completion-length 1024 --prompts-per-step "$@" --micro-batch 6 \
       --out "$out/memory_17b.json" > "$out/memory_17b.log" 2>&1 || echo "gpu_backends.py exited with $?"
     grep -iE "peak|prompts|episodes/s" "$out/memory_17b.log" | tail -20

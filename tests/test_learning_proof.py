@@ -83,6 +83,22 @@ def test_an_arm_that_trains_several_steps_a_generation_batch_splits_the_scales_s
         learning_proof.group_argv(replace(arm, optimizer_steps_per_generation=4), epoch)
 
 
+def test_the_two_epoch_arm_is_its_one_pass_arm_run_twice_as_long_and_evaluated_after_the_first_pass_too() -> None:
+    one_epoch = replace(learning_proof.SCALES["epoch"], mixed_steps=30)  # --mixed-steps 30: one pass of 467 questions
+    work = Path("/tmp/unused")
+    arm = proof_arms.ARMS["mixed-informative-sft4x-lr5e-5-direct-2epochs"]
+    one_pass = proof_arms.ARMS["mixed-informative-sft4x-lr5e-5-direct"]
+    argv = learning_proof.train_argv(replace(arm, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work, 30)
+    one_pass_argv = learning_proof.train_argv(replace(one_pass, start_from=None), one_epoch, work, BUILTIN_DATA_DIR,
+                                              work, 30)
+    assert argv[argv.index("--max_steps") + 1] == "60" and one_pass_argv[one_pass_argv.index("--max_steps") + 1] == "30"
+    differing = {(a, b) for a, b in zip(argv, one_pass_argv) if a != b}
+    assert differing == {("60", "30"), (str(work / arm.name) + "-seed30", str(work / one_pass.name) + "-seed30")}
+    assert arm.ablates is None  # more episodes than any arm it could be held against
+    assert learning_proof.step_evaluated_inside(arm, one_epoch, 30) == 30
+    assert learning_proof.step_evaluated_inside(one_pass, one_epoch, 30) is None
+
+
 def test_the_vllm_line_is_the_recipes_line_with_only_its_rollout_engine_changed() -> None:
     epoch, work = learning_proof.SCALES["epoch"], Path("/tmp/unused")
     for name, native in (("easy-sft4x-vllm", "easy-sft4x"),
@@ -475,6 +491,8 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-informative-sft4x-lr5e-5-temp0.7": "sft-4x",
                         "mixed-informative-sft4x-lr5e-5-direct": "sft-4x",
                         "mixed-all-informative-sft4x-lr5e-5": "sft-4x",
+                        "mixed-all-answers-sft4x-lr5e-5": "sft-4x",
+                        "mixed-informative-sft4x-lr5e-5-direct-2epochs": "sft-4x",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",
