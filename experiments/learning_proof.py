@@ -85,7 +85,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 # train.py and python -m eval are imported where an arm runs (run_arm), not here: the registry and the report import
 # no trainer, so --report-only and --merge start without unsloth or torch.
-from proof_arms import ARMS, MAIN_LINE, Arm, start_chain, warm_up_of  # noqa: E402
+from proof_arms import ARMS, MAIN_LINE, Arm, one_pass_of, start_chain, warm_up_of  # noqa: E402
 from proof_report import HARDNESS, HARDNESS_LETTERS, measured, write_report  # noqa: E402
 
 DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
@@ -541,17 +541,18 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
 
 
 def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str | None, *, evaluate: bool,
-                     ) -> tuple[float, int, str] | None:
+                     training_times: int = 1) -> tuple[float, int, str] | None:
     """What one run of ``arm`` took in the sessions recorded in ``results`` (runs and superseded ones of that scale
-    and model): the median training time, plus the median eval time where it is evaluated (the arm's own evaluated
-    runs, else every evaluated run of the scale). Returns (seconds, runs it is the median of, their devices), or
-    None where the arm never ran at that scale. The recorded runs' step counts are assumed."""
+    and model): the median training time (``training_times`` over: an arm of that many passes timed from its
+    one-pass twin), plus the median eval time where it is evaluated (the arm's own evaluated runs, else every
+    evaluated run of the scale). Returns (seconds, runs it is the median of, their devices), or None where the arm
+    never ran at that scale. The recorded runs' step counts are assumed."""
     every = [*results["runs"].values(), *results.get("superseded", {}).values()]
     alike = [run for run in every if run.get("scale") == scale and (model is None or run.get("model_name") == model)]
     own = [run for run in alike if run["arm"] == arm and "train_seconds" in run]
     if not own:
         return None
-    seconds = statistics.median(run["train_seconds"] for run in own)
+    seconds = statistics.median(run["train_seconds"] for run in own) * training_times
     if evaluate:
         evaluated = [run for run in own if run.get("evals")] or [run for run in alike
                                                                   if run.get("evals") and "train_seconds" in run]
@@ -565,18 +566,23 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
     """How long the asked arms should take, from the times recorded for them: to plan what fits a GPU session."""
     total, unknown = 0.0, []
     for name in arms:
-        # An arm never run is timed as the arm it changes one setting of (its ablation's full setting), if that ran.
-        timed = [(candidate, recorded) for candidate in (name, ARMS[name].ablates) if candidate is not None
-                 if (recorded := recorded_seconds(results, candidate, scale, model,
-                                                  evaluate=name not in train_only)) is not None]
+        # An arm never run is timed as the arm it changes one setting of (its ablation's full setting), or as its
+        # one-pass twin with the training times its passes, if that ran.
+        arm = ARMS[name]
+        candidates = ((name, 1), (arm.ablates, 1), (one_pass_of(arm), arm.steps_times))
+        timed = [(candidate, recorded) for candidate, times in candidates if candidate is not None
+                 if (recorded := recorded_seconds(results, candidate, scale, model, evaluate=name not in train_only,
+                                                  training_times=times)) is not None]
         if not timed:
             unknown.append(name)
             print(f"[estimate] {name}: never run at scale {scale}, nor the arm it ablates", flush=True)
             continue
         timed_as, (seconds, runs, devices) = timed[0]
         total += seconds * len(seeds)
+        passes = f", its training x{arm.steps_times}" if timed_as == one_pass_of(arm) else ""
         print(f"[estimate] {name}: {seconds:.0f} s a seed{'' if name not in train_only else ' (trained only)'} "
-              f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}; {devices})", flush=True)
+              f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}{passes}; {devices})",
+              flush=True)
     print(f"[estimate] {len(arms)} arm(s) x {len(seeds)} seed(s): about {total:.0f} s"
           f"{', without ' + ' '.join(unknown) if unknown else ''}; add the model's loading and the session's setup",
           flush=True)

@@ -263,6 +263,17 @@ def warm_up_of(arm: Arm) -> str | None:
     return next((name for name in (arm.name, *start_chain(arm)) if ARMS[name].phase == "sft"), None)
 
 
+def one_pass_of(arm: Arm) -> str | None:
+    """The arm that makes one pass where ``arm`` makes ``steps_times`` (the same phase, start and flags); None for an
+    arm of one pass or one without such a twin."""
+    if arm.steps_times == 1:
+        return None
+    return next((name for name, other in ARMS.items()
+                 if other.steps_times == 1 and (other.phase, other.start_from, other.steps_of, other.flags,
+                                                other.optimizer_steps_per_generation)
+                 == (arm.phase, arm.start_from, arm.steps_of, arm.flags, arm.optimizer_steps_per_generation)), None)
+
+
 def trains_its_own_warm_up(ablation: Arm) -> bool:
     """Whether an ablation grows from another warm-up than the full setting it is compared with (the warm-up is what
     it changes): such a pair shares a seed and scale, never a warm-up."""

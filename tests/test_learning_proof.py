@@ -95,6 +95,7 @@ def test_the_two_epoch_arm_is_its_one_pass_arm_run_twice_as_long_and_evaluated_a
     differing = {(a, b) for a, b in zip(argv, one_pass_argv) if a != b}
     assert differing == {("60", "30"), (str(work / arm.name) + "-seed30", str(work / one_pass.name) + "-seed30")}
     assert arm.ablates is None  # more episodes than any arm it could be held against
+    assert proof_arms.one_pass_of(arm) == one_pass.name and proof_arms.one_pass_of(one_pass) is None
     assert learning_proof.step_evaluated_inside(arm, one_epoch, 30) == 30
     assert learning_proof.step_evaluated_inside(one_pass, one_epoch, 30) is None
 
@@ -339,6 +340,14 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     # Easy's own evals were never recorded: it is timed with the median eval of the scale's evaluated runs (40 s).
     assert "about 1660 s, without no-penalty" in printed  # 2 seeds x (210 + 340 + 280)
     assert not (tmp_path / "report.md").exists()
+    # An arm of two passes never run: its one-pass twin's training twice, and its evals once.
+    results["runs"]["mixed-informative-sft4x-lr5e-5-direct/seed1/epoch"] = run("mixed-informative-sft4x-lr5e-5-direct",
+                                                                               300.0, 50.0)
+    learning_proof.save_results(path, results)
+    argv = [*argv[:argv.index("--arms")], "--arms", "mixed-informative-sft4x-lr5e-5-direct-2epochs"]
+    assert learning_proof.main(argv) == 0
+    assert ("mixed-informative-sft4x-lr5e-5-direct-2epochs: 650 s a seed (median of 1 run(s) of "
+            "mixed-informative-sft4x-lr5e-5-direct, its training x2; H100)") in capsys.readouterr().out
 
 
 def test_runs_of_another_model_go_to_their_own_results_file(tmp_path: Path) -> None:
