@@ -861,7 +861,8 @@ def signal_rows(results: dict[str, Any]) -> list[str]:
     its last tenth. A group where some episodes answered right and some not; one whose episodes all answered alike
     but whose shaped rewards differ; one with no spread at all. Under TRL's scale_rewards='group' the second kind
     gets advantages as large as the first's; the last column says what share of the summed |advantage| they got
-    (logged since 2026-12-05h)."""
+    (logged since 2026-12-05h); then how many questions a step the informative sampler passed over, its last group
+    having taught nothing (0 under plain sampling, and in a first pass over questions it has no history of)."""
     rows = []
     for arm in report_lines(results):
         runs = [run for run in runs_of(results, arm) if shaping_only_curve(run)]
@@ -874,6 +875,11 @@ def signal_rows(results: dict[str, Any]) -> list[str]:
             whole = [statistics.fmean(values) for _, values in logged]
             tail = [statistics.fmean(values[last_tenth(run)]) for run, values in logged]
             cells.append(f"{_cell(whole).split(' (n=')[0]} ({_cell(tail).split(' (n=')[0]})" if whole else "not logged")
+        deferred = [(run, values) for run in runs if (values := curve(run, "sampler/deferred"))]
+        whole = statistics.fmean(statistics.fmean(values) for _, values in deferred) if deferred else None
+        tail = (statistics.fmean(statistics.fmean(values[last_tenth(run)]) for run, values in deferred)
+                if deferred else None)
+        cells.append(f"{whole:.1f} ({tail:.1f})" if whole is not None else "not logged")
         rows.append(f"| {arm} | {len(runs)} | " + " | ".join(cells) + " |")
     return rows
 
@@ -1112,10 +1118,13 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                        "its steps (over the last tenth): some episodes right and some wrong; all right or all wrong "
                        "but with different shaped rewards (shaping only); no reward spread. TRL's default "
                        "scale_rewards='group' divides each group by its own spread, so a shaping-only group's "
-                       "advantages are as large as those of a group whose answers differ; the last column is their "
-                       "share of the advantages' summed absolute values (logged from 2026-12-05h on):"), "",
-                  "| arm | runs | answers differ | shaping only | no spread | advantage weight on shaping only |",
-                  "|---|---|---|---|---|---|", *signal]
+                       "advantages are as large as those of a group whose answers differ; the fifth column is their "
+                       "share of the advantages' summed absolute values (logged from 2026-12-05h on); the last, the "
+                       "questions a step the informative sampler passed over because their last group taught "
+                       "nothing (a first pass over questions it has no history of defers none):"), "",
+                  "| arm | runs | answers differ | shaping only | no spread | advantage weight on shaping only | "
+                  "questions deferred a step |",
+                  "|---|---|---|---|---|---|---|", *signal]
     unreadable = unreadable_call_lines(results)
     if unreadable:
         lines += ["", "An unreadable tool call as the model wrote it (the first an eval kept; line breaks as \\n):", "",

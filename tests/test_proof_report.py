@@ -439,9 +439,14 @@ def test_the_groups_spread_is_split_into_answers_shaping_and_none() -> None:
                           "episode/shaping_only_advantage": 0.25}] * 10}
     assert proof_report.shaping_only_curve(older) == pytest.approx([0.1] * 10)
     [row] = proof_report.signal_rows({"runs": {"mixed/seed1/gpu": older}})
-    assert row == "| mixed | 1 | 40.0% (40.0%) | 10.0% (10.0%) | 50.0% (50.0%) | not logged |"
+    assert row == "| mixed | 1 | 40.0% (40.0%) | 10.0% (10.0%) | 50.0% (50.0%) | not logged | not logged |"
     [row] = proof_report.signal_rows({"runs": {"mixed/seed2/gpu": logged}})
-    assert row.endswith("| 30.0% (30.0%) | 30.0% (30.0%) | 25.0% (25.0%) |")
+    assert row.endswith("| 30.0% (30.0%) | 30.0% (30.0%) | 25.0% (25.0%) | not logged |")
+    # The sampler's deferrals: none in a first pass, some in a second (the last tenth is the last step of ten)
+    two_passes = dict(logged, curves=[{**entry, "sampler/deferred": 0.0 if step < 5 else 4.0}
+                                      for step, entry in enumerate(logged["curves"])])
+    [row] = proof_report.signal_rows({"runs": {"mixed/seed3/gpu": two_passes}})
+    assert row.endswith("| 25.0% (25.0%) | 2.0 (4.0) |")
 
 
 def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_warm_up() -> None:
