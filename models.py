@@ -925,17 +925,21 @@ def list_models(cache: Path | None = None) -> list[dict[str, str]]:
 TOOL_TOKEN_ROWS_FILE = "tool_token_rows.safetensors"
 
 
-def read_adapter_config(adapter_dir: Path) -> Any:
+def read_adapter_config(adapter_dir: Path) -> dict[str, Any]:
     """An adapter folder's adapter_config.json as parsed ({} where there is none); a ValueError naming the file where
-    it is not readable JSON (an adapter cut short on its way between machines)."""
+    it is not readable JSON or holds no settings (an adapter cut short on its way between machines)."""
     config_file = Path(adapter_dir) / "adapter_config.json"
     if not config_file.is_file():
         return {}
     try:
-        return json.loads(config_file.read_text(encoding="utf-8"))
+        config = json.loads(config_file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"{config_file} is not readable JSON ({error}): the adapter was cut short or damaged; save "
                          "or copy it again") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{config_file} holds no settings (a JSON {type(config).__name__}): save or copy the adapter "
+                         "again")
+    return config
 
 
 def tool_token_rows(adapter_dir: Path) -> dict[str, torch.Tensor]:

@@ -24,9 +24,6 @@ def start_adapter_base(adapter_dir: Path, model: str, model_is_explicit: bool) -
         config = models.read_adapter_config(adapter_dir)
     except ValueError as error:
         raise ValueError(f"the start adapter's {error}, or start from another adapter") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"the start adapter's {adapter_dir / 'adapter_config.json'} holds no settings (a JSON "
-                         f"{type(config).__name__}): save or copy the adapter again, or start from another adapter")
     base = config.get("base_model_name_or_path")
     if not base:
         return model  # an adapter that names no base: --model is all there is to go on

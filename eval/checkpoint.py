@@ -47,7 +47,7 @@ def adapter_base(path: Path, base_model: str | None = None) -> str:
         config = read_adapter_config(path)
     except ValueError as error:
         raise CheckpointError(str(error)) from None
-    base = config.get("base_model_name_or_path") if isinstance(config, dict) else None
+    base = config.get("base_model_name_or_path")
     if not base:
         raise CheckpointError(f"{path}/adapter_config.json names no base model: pass --base-model PATH")
     return base
