@@ -568,8 +568,8 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
     for name in arms:
         # An arm never run is timed as the arm it changes one setting of (its ablation's full setting), or as its
         # one-pass twin with the training times its passes, if that ran.
-        arm = ARMS[name]
-        candidates = ((name, 1), (arm.ablates, 1), (one_pass_of(arm), arm.steps_times))
+        arm, twin = ARMS[name], one_pass_of(ARMS[name])
+        candidates = ((name, 1), (arm.ablates, 1), (twin, arm.steps_times))
         timed = [(candidate, recorded) for candidate, times in candidates if candidate is not None
                  if (recorded := recorded_seconds(results, candidate, scale, model, evaluate=name not in train_only,
                                                   training_times=times)) is not None]
@@ -579,7 +579,7 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
             continue
         timed_as, (seconds, runs, devices) = timed[0]
         total += seconds * len(seeds)
-        passes = f", its training x{arm.steps_times}" if timed_as == one_pass_of(arm) else ""
+        passes = f", its training x{arm.steps_times}" if timed_as == twin else ""
         print(f"[estimate] {name}: {seconds:.0f} s a seed{'' if name not in train_only else ' (trained only)'} "
               f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}{passes}; {devices})",
               flush=True)

@@ -159,8 +159,8 @@ ARMS = {
     # The plan's two mixed epochs, from the warm-up (the easy epoch added nothing on the 1.5B, 2026-12-06g): every
     # 1.5B phase so far ran one pass of its questions, so the informative sampler met most questions once and
     # deferred few (0.7-2.4 a step, mostly in the last steps, where 480 draws of 467 questions begin a second pass),
-    # while 46-52% of the last tenth's groups had no reward spread; in a second pass it can. With --eval-at-step 30 its first epoch is evaluated as well (the one-pass arm again, run
-    # to run).
+    # while 46-52% of the last tenth's groups had no reward spread; in a second pass it can. With --eval-at-step 30
+    # its first epoch is evaluated as well (the one-pass arm again, run to run).
     "mixed-informative-sft4x-lr5e-5-direct-2epochs": Arm("mixed-informative-sft4x-lr5e-5-direct-2epochs", "mixed",
                                                          "sft-4x", "mixed_steps", ("--sampling", "informative",
                                                                                    "--learning_rate", "5e-5"),

@@ -856,6 +856,14 @@ def shaping_only_curve(run: dict[str, Any]) -> list[float]:
     return [max(0.0, alike - no_spread) for alike, no_spread in zip(alike_answers, zero, strict=True)]
 
 
+def phase_and_last_tenth(runs: list[dict[str, Any]], series: Any) -> tuple[list[float], list[float]]:
+    """Each run's mean of ``series`` (a run's per-step values) over its phase and over its last tenth, for the runs
+    that logged it."""
+    logged = [(run, values) for run in runs if (values := series(run))]
+    return ([statistics.fmean(values) for _, values in logged],
+            [statistics.fmean(values[last_tenth(run)]) for run, values in logged])
+
+
 def signal_rows(results: dict[str, Any]) -> list[str]:
     """Per GRPO arm, pooled over its runs: what its generated groups' reward spread answered to, over the phase and
     its last tenth. A group where some episodes answered right and some not; one whose episodes all answered alike
@@ -871,15 +879,10 @@ def signal_rows(results: dict[str, Any]) -> list[str]:
         cells = []
         for series in (answers_differ_curve, shaping_only_curve, functools.partial(curve, key=ZERO_SHARE),
                        functools.partial(curve, key=SHAPING_ONLY_ADVANTAGE)):
-            logged = [(run, values) for run in runs if (values := series(run))]
-            whole = [statistics.fmean(values) for _, values in logged]
-            tail = [statistics.fmean(values[last_tenth(run)]) for run, values in logged]
+            whole, tail = phase_and_last_tenth(runs, series)
             cells.append(f"{_cell(whole).split(' (n=')[0]} ({_cell(tail).split(' (n=')[0]})" if whole else "not logged")
-        deferred = [(run, values) for run in runs if (values := curve(run, "sampler/deferred"))]
-        whole = statistics.fmean(statistics.fmean(values) for _, values in deferred) if deferred else None
-        tail = (statistics.fmean(statistics.fmean(values[last_tenth(run)]) for run, values in deferred)
-                if deferred else None)
-        cells.append(f"{whole:.1f} ({tail:.1f})" if whole is not None else "not logged")
+        whole, tail = phase_and_last_tenth(runs, functools.partial(curve, key="sampler/deferred"))
+        cells.append(f"{statistics.fmean(whole):.1f} ({statistics.fmean(tail):.1f})" if whole else "not logged")
         rows.append(f"| {arm} | {len(runs)} | " + " | ".join(cells) + " |")
     return rows
 
