@@ -243,8 +243,10 @@ class AgentConfig(sft.WarmupConfig):
                           "and --oversample_groups: 'reward' (any reward spread, the shaped part included: what TRL's "
                           "advantages see under --scale_rewards group; every measured run) or 'answers' (some "
                           "episodes right and some not, DAPO's filter; under --scale_rewards batch a group whose "
-                          "episodes differ only in shaped rewards gets advantages near 0). 'answers' is not yet "
-                          "measured on a GPU."},
+                          "episodes differ only in shaped rewards gets advantages near 0). Measured once, on the "
+                          "1.5B's mixed phase over all four classes (seed 30): 'answers' with --scale_rewards batch "
+                          "cut the shaping-only groups' share of the advantages from 42%% to 2%% and held-out went "
+                          "57.7%% -> 59.3%% (36 questions gained, 26 lost; docs/learning_proof_1.5b.md)."},
     )
     skip_warmup_questions: bool = field(
         default=False,

@@ -243,7 +243,7 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
             "--max_completion_length", str(scale.max_completion_length), "--save_steps", str(save_steps)]
     questions = scale.mixed_questions if arm.phase == "mixed" else scale.easy_questions
     if questions is not None:
-        argv += ["--max_questions", str(questions)]
+        argv += ["--max_questions", str(questions * arm.questions_times)]
     argv += [*arm.flags, *group_argv(arm, scale)]
     if "--sampling" not in arm.flags:  # the arms measured before train.py's default became informative sampling
         argv += ["--sampling", "plain"]

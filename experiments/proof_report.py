@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proof_arms import ABLATIONS, ARMS, HABIT_SHARE, trains_its_own_warm_up, warm_up_of
+from proof_arms import ABLATIONS, ARMS, HABIT_SHARE, one_pass_of, trains_its_own_warm_up, warm_up_of
 
 # The groups every eval is summarized by (the runner keeps these of each eval report): the table's columns.
 HARDNESS = ["easy", "medium", "hard", "extra", "overall"]
@@ -207,13 +208,14 @@ class QuestionChanges:
         return mcnemar_p(self.gained, self.lost)
 
 
-def question_changes(before_run: dict[str, Any], after_run: dict[str, Any],
-                     hardness: str | None = None) -> QuestionChanges | None:
+def question_changes(before_run: dict[str, Any], after_run: dict[str, Any], hardness: str | None = None, *,
+                     before_eval: str = "heldout", after_eval: str = "heldout") -> QuestionChanges | None:
     """The held-out evals of two runs compared question by question (``hardness``: only that Spider class's
-    questions); None unless both kept their outcomes over the same questions (same digest), and, for a class, unless
-    one of them kept which class each question is."""
-    before = before_run.get("evals", {}).get("heldout", {})
-    after = after_run.get("evals", {}).get("heldout", {})
+    questions; ``before_eval``, ``after_eval``: another eval of the held-out part, a checkpoint's); None unless both
+    kept their outcomes over the same questions (same digest), and, for a class, unless one of them kept which class
+    each question is."""
+    before = before_run.get("evals", {}).get(before_eval, {})
+    after = after_run.get("evals", {}).get(after_eval, {})
     if not (before.get("outcomes") and before.get("questions_digest") == after.get("questions_digest")):
         return None
     pairs = list(zip(before["outcomes"], after["outcomes"], strict=True))
@@ -233,6 +235,34 @@ def seed_changes(results: dict[str, Any], before_arm: str, after_arm: str,
     pairs = [(seed, question_changes(before, after, hardness))
              for seed, before, after in pairs_by_seed(results, before_arm, after_arm)]
     return [(seed, changes) for seed, changes in pairs if changes is not None]
+
+
+def checkpoint_rows(results: dict[str, Any]) -> list[str]:
+    """Markdown rows for the checkpoints a run evaluated on the held-out part (``heldout_stepN``, --eval-at-step),
+    question by question: the checkpoint against the run's final adapter (what its later steps changed), and, for a
+    run of several passes whose one-pass twin (proof_arms.one_pass_of) ran N steps from the same warm-up, the twin
+    against the checkpoint: one setting trained twice, which is how far two runs of it land apart."""
+    def row(seed: Any, arms: str, changes: QuestionChanges) -> str:
+        return (f"| {seed} | {arms} | {changes.questions} | {changes.correct_before} -> {changes.correct_after} | "
+                f"{changes.gained} | {changes.lost} | {changes.p:.2g} |")
+
+    rows = []
+    for _, run in sorted(results["runs"].items()):
+        checkpoints = sorted((int(match[1]), name) for name in run.get("evals", {})
+                             if (match := re.fullmatch(r"heldout_step(\d+)", name)))
+        twin = one_pass_of(ARMS[run["arm"]]) if run["arm"] in ARMS else None
+        scale = line_of(run).removeprefix(run["arm"])
+        twins = [twin_run for seed, twin_run, same in (pairs_by_seed(results, twin + scale, line_of(run)) if twin
+                                                       else []) if same is run]
+        for step, name in checkpoints:
+            changes = question_changes(run, run, before_eval=name)
+            if changes:
+                rows.append(row(run["seed"], f"{line_of(run)}: step {step} -> step {optimizer_steps(run)}", changes))
+            for twin_run in twins:
+                changes = question_changes(twin_run, run, after_eval=name)
+                if changes and optimizer_steps(twin_run) == step:
+                    rows.append(row(run["seed"], f"{line_of(twin_run)} -> {line_of(run)} at step {step}", changes))
+    return rows
 
 
 def pooled_changes(seeds: list[QuestionChanges]) -> QuestionChanges:
@@ -612,7 +642,11 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("mixed-informative-sft4x-lr5e-5", "mixed-all-answers-sft4x-lr5e-5"),
                ("mixed-all-informative-sft4x-lr5e-5", "mixed-all-answers-sft4x-lr5e-5"),
                ("sft-4x", "mixed-informative-sft4x-lr5e-5-direct-2epochs"),
-               ("mixed-informative-sft4x-lr5e-5-direct", "mixed-informative-sft4x-lr5e-5-direct-2epochs"))
+               ("mixed-informative-sft4x-lr5e-5-direct", "mixed-informative-sft4x-lr5e-5-direct-2epochs"),
+               ("sft-4x", "mixed-informative-sft4x-lr5e-5-direct-fresh"),
+               ("mixed-informative-sft4x-lr5e-5-direct", "mixed-informative-sft4x-lr5e-5-direct-fresh"),
+               ("sft-4x", "mixed-informative-sft4x-lr5e-5-direct-fresh-2x"),
+               ("mixed-informative-sft4x-lr5e-5-direct-2epochs", "mixed-informative-sft4x-lr5e-5-direct-fresh-2x"))
 
 
 def _arm_pairs(results: dict[str, Any]) -> list[tuple[str, str]]:
@@ -1074,6 +1108,12 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
         for key, name, summary in partial:
             cells = [_cell([summary["accuracy"][group]]).removesuffix(" (n=1)") for group in HARDNESS]
             lines.append(f"| {key} | {name} | {summary['n']['overall']} | " + " | ".join(cells) + " |")
+    checkpoints = checkpoint_rows(results)
+    if checkpoints:
+        lines += ["", ("A run's checkpoint question by question: against the run's final adapter (what the later steps "
+                       "changed), and the run's one-pass twin against it (the same setting trained twice):"), "",
+                  "| seed | runs | questions | correct | gained | lost | p |", "|---|---|---|---|---|---|---|",
+                  *checkpoints]
     paired = paired_rows(results)
     if paired:
         lines += ["", ("Question by question on the held-out databases (same seed; exact McNemar test on the "

@@ -350,6 +350,22 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
             "mixed-informative-sft4x-lr5e-5-direct, its training x2; H100)") in capsys.readouterr().out
 
 
+def test_the_fresh_two_pass_arm_draws_twice_the_unseen_questions_for_one_pass_of_as_many_steps() -> None:
+    one_epoch = replace(learning_proof.SCALES["epoch"], mixed_steps=30)
+    work = Path("/tmp/unused")
+    fresh_2x = proof_arms.ARMS["mixed-informative-sft4x-lr5e-5-direct-fresh-2x"]
+    two_passes = proof_arms.ARMS["mixed-informative-sft4x-lr5e-5-direct-2epochs"]
+    argv = learning_proof.train_argv(replace(fresh_2x, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work, 30)
+    other = learning_proof.train_argv(replace(two_passes, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work, 30)
+    assert argv[argv.index("--max_questions") + 1] == "934" and other[other.index("--max_questions") + 1] == "467"
+    assert argv[argv.index("--max_steps") + 1] == other[other.index("--max_steps") + 1] == "60"
+    assert "--skip_warmup_questions" in argv and "--skip_warmup_questions" not in other
+    # It is held against the two passes (the same episodes), and no arm is its single pass: the one-pass fresh arm
+    # draws half its questions.
+    assert fresh_2x.ablates == two_passes.name and proof_arms.one_pass_of(fresh_2x) is None
+    assert proof_arms.one_pass_of(two_passes) == "mixed-informative-sft4x-lr5e-5-direct"
+
+
 def test_runs_of_another_model_go_to_their_own_results_file(tmp_path: Path) -> None:
     measured = json.loads(learning_proof.DEFAULT_RESULTS.read_text())["runs"]["base/seed0/gpu"]
     assert measured["model_name"] == "qwen2.5-coder-0.5b-instruct"
@@ -502,6 +518,8 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-all-informative-sft4x-lr5e-5": "sft-4x",
                         "mixed-all-answers-sft4x-lr5e-5": "sft-4x",
                         "mixed-informative-sft4x-lr5e-5-direct-2epochs": "sft-4x",
+                        "mixed-informative-sft4x-lr5e-5-direct-fresh": "sft-4x",
+                        "mixed-informative-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",

@@ -283,6 +283,26 @@ def test_arms_pair_up_only_when_they_started_from_the_same_warm_up() -> None:
         "| 6 | sft -> mixed-informative | 4 | 1 -> 4 | 3 | 0 | 0.25 |"]
 
 
+def test_a_checkpoint_inside_a_run_is_compared_with_its_final_and_with_its_one_pass_twin_of_the_same_warm_up(
+        ) -> None:
+    def run(arm: str, outcomes: str, steps: int, warm_up: str, **evals: dict) -> dict:
+        entry = _grpo_run(arm, 30, outcomes.count("1") / 4, outcomes, zero_share=0.25, reward=0.5, scale="epoch")
+        entry["curves"] = [{"reward": 0.5}] * steps
+        entry["evals"].update(evals)
+        return dict(entry, warm_up_digest=warm_up)
+
+    one_pass, two_passes = "mixed-informative-sft4x-lr5e-5-direct", "mixed-informative-sft4x-lr5e-5-direct-2epochs"
+    runs = {f"{one_pass}/seed30/epoch": run(one_pass, "1000", 30, "a"),
+            f"{two_passes}/seed30/epoch": run(two_passes, "1110", 60, "a", heldout_step30=_heldout(0.5, "1100"))}
+    assert proof_report.checkpoint_rows({"runs": runs}) == [
+        f"| 30 | {two_passes}@epoch: step 30 -> step 60 | 4 | 2 -> 3 | 1 | 0 | 1 |",
+        f"| 30 | {one_pass}@epoch -> {two_passes}@epoch at step 30 | 4 | 1 -> 2 | 1 | 0 | 1 |"]
+    # A twin of another warm-up, or one that trained another number of steps, is not the same setting run again.
+    for twin in (run(one_pass, "1000", 30, "b"), run(one_pass, "1000", 29, "a")):
+        assert proof_report.checkpoint_rows({"runs": dict(runs, **{f"{one_pass}/seed30/epoch": twin})}) == [
+            f"| 30 | {two_passes}@epoch: step 30 -> step 60 | 4 | 2 -> 3 | 1 | 0 | 1 |"]
+
+
 def test_a_larger_warm_ups_line_is_compared_with_the_scales_own_line_of_the_seed_and_gains_over_its_own_warm_up(
         ) -> None:
     def run(arm: str, outcomes: str, warm_up: str) -> dict:
