@@ -241,7 +241,7 @@ class AgentConfig(sft.WarmupConfig):
         default="reward",
         metadata={"help": "What a prompt group must differ in to have taught something, for --sampling informative "
                           "and --oversample_groups: 'reward' (any reward spread, the shaped part included: what TRL's "
-                          "advantages see under --scale_rewards group; every measured run) or 'answers' (some "
+                          "advantages see under --scale_rewards group; the default) or 'answers' (some "
                           "episodes right and some not, DAPO's filter; under --scale_rewards batch a group whose "
                           "episodes differ only in shaped rewards gets advantages near 0). Measured once, on the "
                           "1.5B's mixed phase over all four classes (seed 30): 'answers' with --scale_rewards batch "

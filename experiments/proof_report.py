@@ -251,9 +251,11 @@ def checkpoint_rows(results: dict[str, Any]) -> list[str]:
         checkpoints = sorted((int(match[1]), name) for name in run.get("evals", {})
                              if (match := re.fullmatch(r"heldout_step(\d+)", name)))
         twin = one_pass_of(ARMS[run["arm"]]) if run["arm"] in ARMS else None
-        scale = line_of(run).removeprefix(run["arm"])
-        twins = [twin_run for seed, twin_run, same in (pairs_by_seed(results, twin + scale, line_of(run)) if twin
-                                                       else []) if same is run]
+        twins = []
+        if twin is not None:
+            scale = line_of(run).removeprefix(run["arm"])  # "@epoch", or "" at the gpu scale
+            twins = [twin_run for _, twin_run, paired in pairs_by_seed(results, twin + scale, line_of(run))
+                     if paired is run]
         for step, name in checkpoints:
             changes = question_changes(run, run, before_eval=name)
             if changes:
