@@ -237,15 +237,17 @@ def seed_changes(results: dict[str, Any], before_arm: str, after_arm: str,
     return [(seed, changes) for seed, changes in pairs if changes is not None]
 
 
+def changes_row(seed: Any, arms: str, changes: QuestionChanges) -> str:
+    """One markdown row of a question-by-question table: | seed | arms | questions | correct | gained | lost | p |."""
+    return (f"| {seed} | {arms} | {changes.questions} | {changes.correct_before} -> {changes.correct_after} | "
+            f"{changes.gained} | {changes.lost} | {changes.p:.2g} |")
+
+
 def checkpoint_rows(results: dict[str, Any]) -> list[str]:
     """Markdown rows for the checkpoints a run evaluated on the held-out part (``heldout_stepN``, --eval-at-step),
     question by question: the checkpoint against the run's final adapter (what its later steps changed), and, for a
     run of several passes whose one-pass twin (proof_arms.one_pass_of) ran N steps from the same warm-up, the twin
     against the checkpoint: one setting trained twice, which is how far two runs of it land apart."""
-    def row(seed: Any, arms: str, changes: QuestionChanges) -> str:
-        return (f"| {seed} | {arms} | {changes.questions} | {changes.correct_before} -> {changes.correct_after} | "
-                f"{changes.gained} | {changes.lost} | {changes.p:.2g} |")
-
     rows = []
     for _, run in sorted(results["runs"].items()):
         checkpoints = sorted((int(match[1]), name) for name in run.get("evals", {})
@@ -259,11 +261,13 @@ def checkpoint_rows(results: dict[str, Any]) -> list[str]:
         for step, name in checkpoints:
             changes = question_changes(run, run, before_eval=name)
             if changes:
-                rows.append(row(run["seed"], f"{line_of(run)}: step {step} -> step {optimizer_steps(run)}", changes))
+                rows.append(changes_row(run["seed"], f"{line_of(run)}: step {step} -> step {optimizer_steps(run)}",
+                                        changes))
             for twin_run in twins:
                 changes = question_changes(twin_run, run, after_eval=name)
                 if changes and optimizer_steps(twin_run) == step:
-                    rows.append(row(run["seed"], f"{line_of(twin_run)} -> {line_of(run)} at step {step}", changes))
+                    rows.append(changes_row(run["seed"], f"{line_of(twin_run)} -> {line_of(run)} at step {step}",
+                                            changes))
     return rows
 
 
@@ -661,8 +665,7 @@ def paired_rows(results: dict[str, Any]) -> list[str]:
     """Markdown rows comparing consecutive main-line arms of one seed question by question on the held-out split,
     where both evals kept their outcomes over the same questions; then each pair of arms over its seeds pooled."""
     def row(seed: str, arms: str, changes: QuestionChanges) -> tuple[str, str]:
-        return seed, (f"| {seed} | {arms} | {changes.questions} | {changes.correct_before} -> "
-                      f"{changes.correct_after} | {changes.gained} | {changes.lost} | {changes.p:.2g} |")
+        return seed, changes_row(seed, arms, changes)
 
     per_seed, pooled = [], []
     for before_arm, after_arm in _arm_pairs(results):

@@ -94,7 +94,7 @@ def test_the_two_epoch_arm_is_its_one_pass_arm_run_twice_as_long_and_evaluated_a
     assert argv[argv.index("--max_steps") + 1] == "60" and one_pass_argv[one_pass_argv.index("--max_steps") + 1] == "30"
     differing = {(a, b) for a, b in zip(argv, one_pass_argv) if a != b}
     assert differing == {("60", "30"), (str(work / arm.name) + "-seed30", str(work / one_pass.name) + "-seed30")}
-    assert arm.ablates is None  # more episodes than any arm it could be held against
+    assert arm.ablates is None  # more episodes than its one-pass arm, the full setting it would be held against
     assert proof_arms.one_pass_of(arm) == one_pass.name and proof_arms.one_pass_of(one_pass) is None
     assert learning_proof.step_evaluated_inside(arm, one_epoch, 30) == 30
     assert learning_proof.step_evaluated_inside(one_pass, one_epoch, 30) is None
