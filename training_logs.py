@@ -454,10 +454,12 @@ def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
               else "--oversample_groups 8 (DAPO's dynamic sampling) trains on groups with spread first")
     solved = last_tenth(log_history, "episode/groups_all_correct")
     if solved is not None and solved.share > ALIKE_GROUPS_TARGET:
-        advice += (f". {solved.share:.0%} were all right: the model has fitted these questions, and another pass over "
-                   "them adds little (on the real 1.5B a second mixed pass over questions mostly seen in the warm-up "
-                   "moved 1 held-out question of 614, docs/gpu.md 2026-12-06h); try more questions (--max_questions) "
-                   "or ones the warm-up did not train on (--skip_warmup_questions)")
+        advice += (f". {solved.share:.0%} were all right: the model has fitted questions of this kind, and more steps "
+                   "on them add little (on the real 1.5B, 30 more mixed steps moved held-out by 1 to 5 questions of "
+                   "614, whether they went over the same questions again or over ones the warm-up never saw, "
+                   "docs/gpu.md 2026-12-06i); the signal is in questions it still misses: a phase with Spider's "
+                   "hard and extra classes too (hardness in the curriculum file; with --group_signal answers "
+                   "--scale_rewards batch, so that groups missed each in its own way stay a nudge)")
     return (f"NOTE: {tail.share:.0%} of the groups trained on in the last {tail.steps} of {tail.of_steps} steps scored "
             f"alike (all right or all wrong), so they gave no gradient; {advice}")
 

@@ -366,6 +366,25 @@ def test_the_fresh_two_pass_arm_draws_twice_the_unseen_questions_for_one_pass_of
     assert proof_arms.one_pass_of(two_passes) == "mixed-informative-sft4x-lr5e-5-direct"
 
 
+def test_the_all_classes_arm_of_sixty_steps_changes_only_the_classes_and_the_signal_of_the_fresh_one() -> None:
+    one_epoch = replace(learning_proof.SCALES["epoch"], mixed_steps=30)
+    work = Path("/tmp/unused")
+    all_classes = proof_arms.ARMS["mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x"]
+    fresh_2x = proof_arms.ARMS[str(all_classes.ablates)]
+    argv = learning_proof.train_argv(replace(all_classes, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work,
+                                     30)
+    other = learning_proof.train_argv(replace(fresh_2x, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work, 30)
+    for flag in ("--max_questions", "--max_steps", "--learning_rate", "--sampling"):
+        assert argv[argv.index(flag) + 1] == other[other.index(flag) + 1], flag
+    assert "--skip_warmup_questions" in argv and "--curriculum" not in other
+    from proof_report import lever_of
+    assert lever_of(all_classes.name) == (f"--curriculum {proof_arms.MIXED_ALL_CURRICULUM}, --group_signal answers, "
+                                          "--scale_rewards batch")
+    agent, _, _ = train.parse_config(argv)
+    assert (agent.group_signal, agent.max_questions) == ("answers", 934)
+    assert proof_arms.warm_up_of(all_classes) == proof_arms.warm_up_of(fresh_2x) == "sft-4x"
+
+
 def test_runs_of_another_model_go_to_their_own_results_file(tmp_path: Path) -> None:
     measured = json.loads(learning_proof.DEFAULT_RESULTS.read_text())["runs"]["base/seed0/gpu"]
     assert measured["model_name"] == "qwen2.5-coder-0.5b-instruct"
@@ -520,6 +539,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-informative-sft4x-lr5e-5-direct-2epochs": "sft-4x",
                         "mixed-informative-sft4x-lr5e-5-direct-fresh": "sft-4x",
                         "mixed-informative-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
+                        "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",

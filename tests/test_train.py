@@ -1097,11 +1097,11 @@ def test_a_run_that_trained_mostly_on_alike_groups_near_its_end_says_what_to_try
     assert alike_groups_note([{"frac_reward_zero_std": 0.0, ZERO: 0.5}] * 20) is not None
     oversampled[-1] = {ZERO: 0.9, "oversample/trained_zero_advantage_share": 0.7}
     assert "more extra groups (--oversample_groups)" in str(alike_groups_note(oversampled))
-    # Mostly all right near the end: the questions are fitted, and more of them, not another pass, is what to try.
-    assert "--skip_warmup_questions" not in str(note)
+    # Mostly all right near the end: questions of that kind are fitted, and harder ones are what to try.
+    assert "hard and extra" not in str(note)
     fitted = [{ZERO: 0.7, "episode/groups_all_correct": 0.6}] * 20
-    assert "60% were all right: the model has fitted these questions" in str(alike_groups_note(fitted))
-    assert "--skip_warmup_questions" in str(alike_groups_note(fitted))
+    assert "60% were all right: the model has fitted questions of this kind" in str(alike_groups_note(fitted))
+    assert "hard and extra classes" in str(alike_groups_note(fitted))
     assert "were all right" not in str(alike_groups_note([{ZERO: 0.7, "episode/groups_all_correct": 0.2}] * 20))
 
 
