@@ -271,6 +271,49 @@ def checkpoint_rows(results: dict[str, Any]) -> list[str]:
     return rows
 
 
+# A warm-up's GRPO adapters agree on some held-out questions and scatter on the rest: one setting trained twice from
+# one warm-up landed 11 questions apart on the 1.5B (docs/gpu.md, 2026-12-06h). A question most of them gain (or lose)
+# is the training's doing; one that one run gains and the next loses is not.
+STEADY_MIN_ADAPTERS = 3
+
+
+def held_out_adapters(results: dict[str, Any], warm_up: dict[str, Any]) -> list[str]:
+    """The held-out outcomes ("0"/"1" a question) of every GRPO adapter that grew from ``warm_up``'s adapter (by its
+    recorded digest), finals and checkpoints (heldout_stepN), over the warm-up's own questions."""
+    digest = warm_up["evals"]["heldout"].get("questions_digest")
+    return [summary["outcomes"] for run in results["runs"].values()
+            if run is not warm_up and run.get("warm_up_digest") == warm_up.get("adapter_digest")
+            for name, summary in sorted(run.get("evals", {}).items())
+            if re.fullmatch(r"heldout(_step\d+)?", name) and summary.get("outcomes")
+            and summary.get("questions_digest") == digest]
+
+
+def steady_rows(results: dict[str, Any]) -> list[str]:
+    """Markdown rows, one per warm-up with at least STEADY_MIN_ADAPTERS GRPO adapters evaluated on the held-out part:
+    of the questions the warm-up misses, how many more than half of its adapters answer (and how many all of them do);
+    of those it answers, how many more than half miss (all of them); the difference is the steady change."""
+    rows = []
+    for _, warm_up in sorted(results["runs"].items()):
+        if not (warm_up.get("adapter_digest") and warm_up.get("adapter_digest") == warm_up.get("warm_up_digest")
+                and warm_up.get("evals", {}).get("heldout", {}).get("outcomes")):
+            continue  # not a warm-up, or one whose questions were not kept
+        adapters = held_out_adapters(results, warm_up)
+        if len(adapters) < STEADY_MIN_ADAPTERS:
+            continue
+        right = [sum(outcomes[index] == "1" for outcomes in adapters)
+                 for index in range(len(warm_up["evals"]["heldout"]["outcomes"]))]
+        before = warm_up["evals"]["heldout"]["outcomes"]
+        missed = [count for count, outcome in zip(right, before, strict=True) if outcome == "0"]
+        answered = [len(adapters) - count for count, outcome in zip(right, before, strict=True) if outcome == "1"]
+        gained, lost = sum(2 * count > len(adapters) for count in missed), sum(2 * count > len(adapters)
+                                                                              for count in answered)
+        rows.append(f"| {warm_up['seed']} | {line_of(warm_up)} | {len(adapters)} | {len(before)} | "
+                    f"{gained} ({missed.count(len(adapters))}) of {len(missed)} | "
+                    f"{lost} ({answered.count(len(adapters))}) of {len(answered)} | {gained - lost:+d} "
+                    f"({100 * (gained - lost) / len(before):+.1f} points) |")
+    return rows
+
+
 def pooled_changes(seeds: list[QuestionChanges]) -> QuestionChanges:
     """Seeds together: under "this phase changes nothing", every changed question of every seed is as likely gained
     as lost, so the seeds' discordant questions add up into one exact test (a single seed's few dozen cannot
@@ -1121,6 +1164,15 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                        "changed), and the run's one-pass twin against it (the same setting trained twice):"), "",
                   "| seed | runs | questions | correct | gained | lost | p |", "|---|---|---|---|---|---|---|",
                   *checkpoints]
+    steady = steady_rows(results)
+    if steady:
+        lines += ["", ("What a warm-up's GRPO adapters agree on: every adapter that grew from one warm-up (any arm, "
+                       "final or checkpoint), question by question on the held-out part; the questions more than half "
+                       "of them gain, or lose, against the warm-up (in brackets: all of them). The rest flip from run "
+                       "to run. Adapters that grew from one another (a checkpoint and its final, an easy phase and the "
+                       "mixed phase after it) agree more than separate runs do:"), "",
+                  "| seed | warm-up | adapters | questions | gained by most (all) | lost by most (all) | steady change |",
+                  "|---|---|---|---|---|---|---|", *steady]
     paired = paired_rows(results)
     if paired:
         lines += ["", ("Question by question on the held-out databases (same seed; exact McNemar test on the "

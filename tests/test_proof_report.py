@@ -303,6 +303,29 @@ def test_a_checkpoint_inside_a_run_is_compared_with_its_final_and_with_its_one_p
             f"| 30 | {two_passes}@epoch: step 30 -> step 60 | 4 | 2 -> 3 | 1 | 0 | 1 |"]
 
 
+def test_what_most_adapters_of_one_warm_up_gain_or_lose_is_told_apart_from_questions_that_flip_run_to_run() -> None:
+    warm_up = {"arm": "sft-4x", "seed": 30, "scale": "epoch", "adapter_digest": "w", "warm_up_digest": "w",
+               "evals": {"heldout": _heldout(0.5, "110000")}}
+
+    def run(arm: str, outcomes: str, warm_up_digest: str = "w", **evals: dict) -> dict:
+        entry = _grpo_run(arm, 30, outcomes.count("1") / 6, outcomes, zero_share=0.25, reward=0.5, scale="epoch")
+        entry["evals"].update(evals)
+        return dict(entry, warm_up_digest=warm_up_digest, adapter_digest=arm)
+
+    # Questions 3 and 4 are gained by most adapters (3 by all four), 1 lost by most; 5 and 6 flip once each.
+    runs = {"sft-4x/seed30/epoch": warm_up,
+            "a/seed30/epoch": run("mixed-informative-sft4x-lr5e-5-direct", "011100"),
+            "b/seed30/epoch": run("mixed-informative-sft4x-lr5e-5-direct-2epochs", "011110",
+                                  heldout_step30=_heldout(0.5, "011001")),
+            "c/seed30/epoch": run("easy-sft4x", "111100")}
+    assert proof_report.steady_rows({"runs": runs}) == [
+        "| 30 | sft-4x@epoch | 4 | 6 | 2 (1) of 4 | 1 (0) of 2 | +1 (+16.7 points) |"]
+    # Adapters of another warm-up, or evals of other questions, do not count; under three adapters, no row.
+    runs["c/seed30/epoch"] = run("easy-sft4x", "111100", warm_up_digest="other")
+    runs["b/seed30/epoch"]["evals"]["heldout_step30"]["questions_digest"] = "other"
+    assert proof_report.steady_rows({"runs": runs}) == []
+
+
 def test_a_larger_warm_ups_line_is_compared_with_the_scales_own_line_of_the_seed_and_gains_over_its_own_warm_up(
         ) -> None:
     def run(arm: str, outcomes: str, warm_up: str) -> dict:
