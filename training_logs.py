@@ -457,9 +457,10 @@ def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
         advice += (f". {solved.share:.0%} were all right: the model has fitted questions of this kind, and more steps "
                    "on them add little (on the real 1.5B, 30 more mixed steps moved held-out by 1 to 5 questions of "
                    "614, whether they went over the same questions again or over ones the warm-up never saw, "
-                   "docs/gpu.md 2026-12-06i); the signal is in questions it still misses: a phase with Spider's "
+                   "docs/gpu.md 2026-12-06i); questions it still misses may teach more: a phase with Spider's "
                    "hard and extra classes too (hardness in the curriculum file; with --group_signal answers "
-                   "--scale_rewards batch, so that groups missed each in its own way stay a nudge)")
+                   "--scale_rewards batch, so that groups missed each in its own way stay a nudge; not yet measured "
+                   "over as many steps)")
     return (f"NOTE: {tail.share:.0%} of the groups trained on in the last {tail.steps} of {tail.of_steps} steps scored "
             f"alike (all right or all wrong), so they gave no gradient; {advice}")
 
