@@ -243,6 +243,10 @@ def changes_row(seed: Any, arms: str, changes: QuestionChanges) -> str:
             f"{changes.gained} | {changes.lost} | {changes.p:.2g} |")
 
 
+# A checkpoint's eval of the held-out part (--eval-at-step N): "heldout_stepN".
+CHECKPOINT_EVAL = r"heldout_step(\d+)"
+
+
 def checkpoint_rows(results: dict[str, Any]) -> list[str]:
     """Markdown rows for the checkpoints a run evaluated on the held-out part (``heldout_stepN``, --eval-at-step),
     question by question: the checkpoint against the run's final adapter (what its later steps changed), and, for a
@@ -251,7 +255,7 @@ def checkpoint_rows(results: dict[str, Any]) -> list[str]:
     rows = []
     for _, run in sorted(results["runs"].items()):
         checkpoints = sorted((int(match[1]), name) for name in run.get("evals", {})
-                             if (match := re.fullmatch(r"heldout_step(\d+)", name)))
+                             if (match := re.fullmatch(CHECKPOINT_EVAL, name)))
         twin = one_pass_of(ARMS[run["arm"]]) if run["arm"] in ARMS else None
         twins = []
         if twin is not None:
@@ -284,7 +288,7 @@ def held_out_adapters(results: dict[str, Any], warm_up: dict[str, Any]) -> list[
     return [summary["outcomes"] for run in results["runs"].values()
             if run is not warm_up and run.get("warm_up_digest") == warm_up.get("adapter_digest")
             for name, summary in sorted(run.get("evals", {}).items())
-            if re.fullmatch(r"heldout(_step\d+)?", name) and summary.get("outcomes")
+            if (name == "heldout" or re.fullmatch(CHECKPOINT_EVAL, name)) and summary.get("outcomes")
             and summary.get("questions_digest") == digest]
 
 
@@ -300,13 +304,12 @@ def steady_rows(results: dict[str, Any]) -> list[str]:
         adapters = held_out_adapters(results, warm_up)
         if len(adapters) < STEADY_MIN_ADAPTERS:
             continue
-        right = [sum(outcomes[index] == "1" for outcomes in adapters)
-                 for index in range(len(warm_up["evals"]["heldout"]["outcomes"]))]
         before = warm_up["evals"]["heldout"]["outcomes"]
+        right = [sum(outcomes[index] == "1" for outcomes in adapters) for index in range(len(before))]
         missed = [count for count, outcome in zip(right, before, strict=True) if outcome == "0"]
         answered = [len(adapters) - count for count, outcome in zip(right, before, strict=True) if outcome == "1"]
-        gained, lost = sum(2 * count > len(adapters) for count in missed), sum(2 * count > len(adapters)
-                                                                              for count in answered)
+        gained = sum(2 * count > len(adapters) for count in missed)
+        lost = sum(2 * count > len(adapters) for count in answered)
         rows.append(f"| {warm_up['seed']} | {line_of(warm_up)} | {len(adapters)} | {len(before)} | "
                     f"{gained} ({missed.count(len(adapters))}) of {len(missed)} | "
                     f"{lost} ({answered.count(len(adapters))}) of {len(answered)} | {gained - lost:+d} "
