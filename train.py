@@ -76,6 +76,7 @@ from batching import (  # noqa: E402
 )
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
 from dynamic_sampling import GroupOversampler  # noqa: E402
+from oracle_guidance import OracleGuidance  # noqa: E402
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
@@ -270,6 +271,16 @@ class AgentConfig(sft.WarmupConfig):
                           "without spread against 36%% plain, 1.27x the step time, and +0.3 points held-out over plain "
                           "sampling from the same easy adapter (seed 26). One process only."},
     )
+    guide_unsolved: bool = field(
+        default=False,
+        metadata={"help": "Oracle guidance (oracle_guidance.py, after LUFFY): in each prompt group where no episode "
+                          "answered right, the last episode is replaced by the oracle's episode for its question "
+                          "(describe the gold tables, run the gold query, answer), scored by the environment, and the "
+                          "group's advantages computed again, so the group teaches the right way instead of nothing. "
+                          "guide/guided_share logs the share of groups guided. Not measured on a GPU yet. One "
+                          "process, --beta 0, no --fast_inference, a generation round of one optimizer step; not "
+                          "with --oversample_groups."},
+    )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
     )
@@ -315,6 +326,9 @@ class AgentConfig(sft.WarmupConfig):
         if self.oversample_groups < 0:
             raise ValueError(f"--oversample_groups is a number of extra prompt groups a generation round (0: off), "
                              f"got {self.oversample_groups}")
+        if self.guide_unsolved and self.oversample_groups:
+            raise ValueError("--guide_unsolved and --oversample_groups each rebuild TRL's scored batch; give one of the "
+                             "two")
         if self.lora_rank < 1:
             raise ValueError(f"--lora_rank must be at least 1, got {self.lora_rank}")
         if self.merged_generation is True and self.fast_inference:
@@ -518,6 +532,9 @@ def build_trainer(
         rollout_logger,
         CheckpointCompanions(tool_token_rows, rollout_logger.sampler, warmup_question_keys),
     ]
+    environment_factory = functools.partial(
+        SQLEnv, step_budget=agent.step_budget, post_episode_penalty=agent.post_episode_penalty,
+        no_answer_penalty=agent.no_answer_penalty)
     stop_ids = generation.prepare_model(model, tokenizer, agent)  # before the trainer: it reads the eos ids once
     if agent.fast_inference:
         use_vllm_rollouts(agent, grpo, stop_ids)
@@ -527,9 +544,7 @@ def build_trainer(
         args=grpo,
         train_dataset=dataset,
         processing_class=tokenizer,
-        environment_factory=functools.partial(
-            SQLEnv, step_budget=agent.step_budget, post_episode_penalty=agent.post_episode_penalty,
-            no_answer_penalty=agent.no_answer_penalty),
+        environment_factory=environment_factory,
         callbacks=callbacks,
     )
     generation.wrap_trainer(trainer, tokenizer, agent, timer=rollout_logger.time_generation)
@@ -541,6 +556,9 @@ def build_trainer(
         would_defer = rollout_logger.sampler.should_defer if informative else None
         GroupOversampler(agent.oversample_groups, grpo.seed, would_defer, lambda: rollout_logger.last_answers,
                          agent.group_signal).install(trainer)
+    if agent.guide_unsolved:
+        OracleGuidance(tokenizer, environment_factory, lambda: rollout_logger.last_rewards,
+                       lambda: rollout_logger.last_answers, grpo.scale_rewards).install(trainer)
     return trainer
 
 

@@ -200,6 +200,7 @@ class RolloutLogger(TrainerCallback):
         self.out_dir = Path(out_dir)
         self.scale_rewards = scale_rewards  # GRPOConfig's: how TRL scales the advantages these rewards become
         self.last_answers: list[bool] = []  # whether each episode of the batch scored last answered right
+        self.last_rewards: list[float] = []  # and its reward (the environment's, TRL's only weighted one)
         self.sampler = sampler  # told every scored group, so it can defer questions that taught nothing
         self.group_size = group_size
         self.rollouts_per_step = rollouts_per_step
@@ -234,6 +235,7 @@ class RolloutLogger(TrainerCallback):
                  zip(prompts, completions, environments, local_levels, local_keys, strict=True)]
         prompts, completions, episodes, rewards, levels, keys = (list(column) for column in zip(*gather_object(local)))
         self.last_answers = [episode.is_correct for episode in episodes]
+        self.last_rewards = list(rewards)
         if self.sampler is not None:
             self.sampler.record(keys, rewards, self.last_answers)
         outcomes = [episode_outcome(episode, completion if isinstance(completion, list) else [])
@@ -442,6 +444,11 @@ def last_tenth(log_history: list[dict[str, Any]], key: str) -> LastTenth | None:
     return LastTenth(statistics.fmean(last), len(last), len(shares))
 
 
+# All-wrong groups held at about 20% of every real 1.5B mixed phase's groups, first step to last (docs/gpu.md,
+# 2026-12-06i): the questions a phase misses, which no reward spread teaches.
+UNSOLVED_GROUPS_NOTE_SHARE = 0.10
+
+
 def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
     """A line for a run that trained mostly on groups with no reward spread near its end, with what to try; None
     for a short run or one under the target. Counts the groups trained on (oversampling drops alike ones)."""
@@ -461,6 +468,11 @@ def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
                    "hard and extra classes too (hardness in the curriculum file; with --group_signal answers "
                    "--scale_rewards batch, so that groups missed each in its own way stay a nudge; not yet measured "
                    "over as many steps)")
+    unsolved = last_tenth(log_history, "episode/groups_none_correct")
+    guided = any("guide/guided_share" in entry for entry in log_history)
+    if unsolved is not None and unsolved.share > UNSOLVED_GROUPS_NOTE_SHARE and not guided:
+        advice += (f". {unsolved.share:.0%} were all wrong: --guide_unsolved trains such a group on the oracle's "
+                   "episode in one of its rows (oracle_guidance.py; not yet measured on a GPU)")
     return (f"NOTE: {tail.share:.0%} of the groups trained on in the last {tail.steps} of {tail.of_steps} steps scored "
             f"alike (all right or all wrong), so they gave no gradient; {advice}")
 

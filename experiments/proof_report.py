@@ -700,7 +700,10 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("sft-4x", "mixed-informative-sft4x-lr5e-5-direct-fresh-2x"),
                ("mixed-informative-sft4x-lr5e-5-direct-2epochs", "mixed-informative-sft4x-lr5e-5-direct-fresh-2x"),
                ("sft-4x", "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x"),
-               ("mixed-informative-sft4x-lr5e-5-direct-fresh-2x", "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x"))
+               ("mixed-informative-sft4x-lr5e-5-direct-fresh-2x", "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x"),
+               ("sft-4x", "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"),
+               ("mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x",
+                "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"))
 
 
 def _arm_pairs(results: dict[str, Any]) -> list[tuple[str, str]]:

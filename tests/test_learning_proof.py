@@ -385,6 +385,23 @@ def test_the_all_classes_arm_of_sixty_steps_changes_only_the_classes_and_the_sig
     assert proof_arms.warm_up_of(all_classes) == proof_arms.warm_up_of(fresh_2x) == "sft-4x"
 
 
+def test_the_guided_arm_adds_only_oracle_guidance_to_the_all_classes_one() -> None:
+    one_epoch = replace(learning_proof.SCALES["epoch"], mixed_steps=30)
+    work = Path("/tmp/unused")
+    guided = proof_arms.ARMS["mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"]
+    unguided = proof_arms.ARMS[str(guided.ablates)]
+    argv = learning_proof.train_argv(replace(guided, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work, 30)
+    other = learning_proof.train_argv(replace(unguided, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work, 30)
+    flags = [word for word in argv if word.startswith("--")]
+    assert sorted(flags) == sorted([word for word in other if word.startswith("--")] + ["--guide_unsolved"])
+    for flag in ("--max_questions", "--max_steps", "--learning_rate", "--group_signal", "--scale_rewards"):
+        assert argv[argv.index(flag) + 1] == other[other.index(flag) + 1], flag
+    from proof_report import lever_of
+    assert lever_of(guided.name) == "--guide_unsolved"
+    agent, _, _ = train.parse_config(argv)
+    assert agent.guide_unsolved and not agent.oversample_groups
+
+
 def test_runs_of_another_model_go_to_their_own_results_file(tmp_path: Path) -> None:
     measured = json.loads(learning_proof.DEFAULT_RESULTS.read_text())["runs"]["base/seed0/gpu"]
     assert measured["model_name"] == "qwen2.5-coder-0.5b-instruct"
@@ -540,6 +557,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-informative-sft4x-lr5e-5-direct-fresh": "sft-4x",
                         "mixed-informative-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
                         "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
+                        "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",

@@ -8,7 +8,9 @@ Qwen2.5-Coders' tokenizers), and the token sequences must agree exactly:
 - eval: ``ModelPolicy`` grows its contexts the same way (``chat_format.tool_reply_ids``);
 - the warm-up: ``sft.encode_conversation`` renders the whole conversation with the masked template;
 - a model turn under the stop rule: the tokens of ``chat_format.tool_call_text`` cut at ``</tool_call>``
-  and closed with ``<|im_end|>``, which is also the text the few-shot examples show.
+  and closed with ``<|im_end|>`` (``oracle_guidance.assistant_turn_ids``), which is also the text the few-shot
+  examples show;
+- oracle guidance: the row ``oracle_guidance.episode_row`` builds for an unsolved group.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import sft  # noqa: E402
 from agent_env import DEFAULT_STEP_BUDGET, SQLEnv, tool_methods  # noqa: E402
 from chat_format import (  # noqa: E402
     TOOL_CALL_END,
-    close_tool_call_turn,
     grpo_chat_template,
     masked_chat_template,
     prepare_tokenizer,
@@ -37,6 +38,7 @@ from chat_format import (  # noqa: E402
 )
 from eval.model_policy import ModelPolicy  # noqa: E402
 from fewshot import build_fewshot_prompt, render_transcript  # noqa: E402
+from oracle_guidance import assistant_turn_ids, episode_row  # noqa: E402
 from policies import OraclePolicy, play_episode  # noqa: E402
 from prompt import CLOSING_MESSAGE, system_prompt  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
@@ -72,17 +74,6 @@ def episode() -> list[dict[str, Any]]:
     return messages + [{"role": "assistant", "content": CLOSING_MESSAGE}]
 
 
-def model_turn_ids(tokenizer: Any, message: dict[str, Any]) -> list[int]:
-    """What the model generates for an assistant message under the stop rule."""
-    if message.get("tool_calls"):
-        function = message["tool_calls"][0]["function"]
-        text = tool_call_text(function["name"], function["arguments"])
-        generated = tokenizer.encode(text, add_special_tokens=False)
-        assert generated[-1] == tokenizer.convert_tokens_to_ids(TOOL_CALL_END)  # where generation stops
-        return close_tool_call_turn(generated, tokenizer)
-    return tokenizer.encode(message["content"], add_special_tokens=False) + [tokenizer.eos_token_id]
-
-
 def trl_tool_suffix(tokenizer: Any, template: str | None, replies: list[dict[str, Any]]) -> list[int]:
     """TRL's own GRPOTrainer._get_tool_suffix_ids, on a stand-in for the trainer's attributes it reads."""
     from trl import GRPOTrainer
@@ -100,7 +91,7 @@ def concatenated_episode(tokenizer: Any, messages: list[dict[str, Any]], reply_i
                      add_generation_prompt=True)
     position = prompt_length
     while position < len(messages):
-        ids += model_turn_ids(tokenizer, messages[position])
+        ids += assistant_turn_ids(tokenizer, messages[position])
         replies = []
         position += 1
         while position < len(messages) and messages[position]["role"] == "tool":
@@ -118,6 +109,12 @@ def test_training_eval_and_warmup_render_the_same_tokens(tokenizer: Any, episode
     rendered = render_ids(tokenizer, episode, template=template, tools=tool_methods(SQLEnv()))
     warmup = sft.encode_conversation(tokenizer, episode, masked_chat_template(tokenizer)).input_ids
     assert grpo == evaluation
+    end_of_call = tokenizer.convert_tokens_to_ids(TOOL_CALL_END)
+    for message in episode:  # a tool call's turn: generation stops at </tool_call>, the turn's end is added
+        if message.get("tool_calls"):
+            assert assistant_turn_ids(tokenizer, message)[-2:] == [end_of_call, tokenizer.eos_token_id]
+    guided = episode_row(tokenizer, episode, reward=1.0)  # an unsolved group's oracle row (oracle_guidance.py)
+    assert guided.prompt_ids + guided.completion_ids == grpo
     # A full render ends its last turn with the template's newline after <|im_end|>; a generated turn stops at it.
     assert rendered[: len(grpo)] == grpo and len(rendered) - len(grpo) <= 1
     assert warmup == rendered

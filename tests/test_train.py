@@ -1103,6 +1103,11 @@ def test_a_run_that_trained_mostly_on_alike_groups_near_its_end_says_what_to_try
     assert "60% were all right: the model has fitted questions of this kind" in str(alike_groups_note(fitted))
     assert "hard and extra classes" in str(alike_groups_note(fitted))
     assert "were all right" not in str(alike_groups_note([{ZERO: 0.7, "episode/groups_all_correct": 0.2}] * 20))
+    # Many all wrong: oracle guidance is what to try, unless the run already had it.
+    unsolved = [{ZERO: 0.5, "episode/groups_none_correct": 0.3}] * 20
+    assert "30% were all wrong: --guide_unsolved" in str(alike_groups_note(unsolved))
+    assert "--guide_unsolved" not in str(alike_groups_note([{**step, "guide/guided_share": 0.3} for step in unsolved]))
+    assert "--guide_unsolved" not in str(alike_groups_note([{ZERO: 0.5, "episode/groups_none_correct": 0.05}] * 20))
 
 
 def test_a_run_whose_advantages_went_mostly_to_shaping_differences_says_so() -> None:

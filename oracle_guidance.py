@@ -1,0 +1,261 @@
+"""Oracle guidance: a prompt group whose episodes all answered wrong trains on the oracle's episode in one row.
+
+    guidance = OracleGuidance(tokenizer, oracle_episode, rewards_of, answers_of)   # train.py, --guide_unsolved
+    guidance.install(trainer)                                  # wraps TRL's _generate_and_score_completions
+
+A group where no episode answered right has (almost) no reward spread, so it teaches nothing: about a fifth of the
+1.5B's groups all through its mixed phases (docs/gpu.md, 2026-12-06i), the questions it most needs to learn. Here
+the last row of each such group is replaced by the oracle's episode for its question (``policies.OraclePolicy``:
+describe the gold tables, run the gold query, answer its result, close), scored by the same environment, and the
+group's advantages are computed again: the oracle's row gets a positive advantage, the wrong ones a negative one.
+This mixes an off-policy demonstration into the on-policy group, as LUFFY does (Yan et al., 2025, "Learning to
+Reason under Off-Policy Guidance"); the warm-up trained on the same episodes (sft.py), so they are the model's own
+format. Nothing of a group with a right answer changes.
+
+The oracle's row is built as TRL's tool loop builds a row (trl/trainer/grpo_trainer.py, GRPOTrainer, 1.15): the
+tokens of each assistant turn as generation leaves them under the stop rule (``chat_format.tool_call_text`` closed
+by ``<|im_end|>``), ``tool_mask`` 1, then the tool replies as ``chat_format.tool_reply_ids`` renders them (TRL's
+``_get_tool_suffix_ids``; tests/test_model_contract.py pins that the two agree), ``tool_mask`` 0. Its prompt must
+be the prompt TRL generated from, token for token, else guidance stops with an error rather than train on a
+mismatched row.
+
+What it relies on in TRL's scored batch (see dynamic_sampling.py for the rest): rewards become advantages as
+``(reward - group mean) / (std + 1e-4)``, std over the group (``scale_rewards`` 'group') or over every row
+('batch'), or not divided ('none'); ``num_items_in_batch`` counts ``completion_mask * tool_mask``. No per-row
+log-probabilities are in the batch when the generation round is one optimizer step and beta is 0 (the recipe):
+with them (an old policy's or a reference model's) the oracle's row would need its own, so ``check_supported``
+refuses those settings before training. One process only, as for oversampling.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from agent_env import SQLEnv, tool_methods
+from batching import optimizer_steps_per_generation
+from chat_format import close_tool_call_turn, grpo_chat_template, render_ids, tool_call_text, tool_reply_ids
+from policies import OraclePolicy, play_episode
+from prompt import CLOSING_MESSAGE
+
+# TRL's own constant in its advantage (GRPOTrainer._generate_and_score_completions)
+STD_EPSILON = 1e-4
+# The keys of TRL's scored batch this module knows how to rebuild a row of; any other per-row value that runs
+# along the completion (e.g. log-probabilities) would be left describing the replaced episode.
+REBUILT_KEYS = frozenset({"completion_ids", "completion_mask", "tool_mask", "advantages", "num_items_in_batch"})
+# Per-row values computed from the generated episodes that the oracle's row would need its own of: log-probabilities
+# (an old policy's, a reference model's, vLLM's) and Unsloth's opt-in ScaleRL loss weights (from the group's rewards).
+EPISODE_DERIVED_KEYS = ("old_per_token_logps", "ref_per_token_logps", "importance_sampling_ratio",
+                        "sampling_per_token_logps", "unsloth_sample_weight")
+
+
+@dataclass(frozen=True)
+class OracleRow:
+    """One oracle episode as a completion row: its tokens, which of them the model writes, and its reward."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    tool_mask: list[int]  # 1: a token of an assistant turn (trained), 0: a tool reply
+    reward: float
+
+
+def oracle_messages(row: dict[str, Any], env: SQLEnv) -> tuple[list[dict[str, Any]], float]:
+    """The oracle's chat messages for one dataset row (prompt first, closed by a short final turn) and the
+    environment's reward for them. Raises ValueError where the oracle does not answer right."""
+    transcript = play_episode(env, row, OraclePolicy())
+    if not transcript.episode.is_correct:
+        raise ValueError(f"the oracle got {row['question']!r} wrong; the verifier and the gold disagree")
+    return transcript.messages + [{"role": "assistant", "content": CLOSING_MESSAGE}], env.get_reward()
+
+
+def assistant_turn_ids(tokenizer: Any, message: dict[str, Any]) -> list[int]:
+    """The tokens generation leaves for one assistant message under the stop rule: a tool call cut at
+    ``</tool_call>`` and closed with the end-of-turn token, or the text and the end-of-turn token."""
+    if message.get("tool_calls"):
+        function = message["tool_calls"][0]["function"]
+        generated = tokenizer.encode(tool_call_text(function["name"], function["arguments"]), add_special_tokens=False)
+        return close_tool_call_turn(generated, tokenizer)
+    return tokenizer.encode(message["content"], add_special_tokens=False) + [tokenizer.eos_token_id]
+
+
+def episode_row(tokenizer: Any, messages: list[dict[str, Any]], reward: float) -> OracleRow:
+    """A whole conversation as the tool loop's row: the prompt (up to the first assistant turn, with the
+    generation prompt), then each assistant turn and the tool replies after it."""
+    template = grpo_chat_template(tokenizer)
+    first_turn = next(index for index, message in enumerate(messages) if message["role"] == "assistant")
+    prompt_ids = render_ids(tokenizer, messages[:first_turn], template=template, tools=tool_methods(SQLEnv()),
+                            add_generation_prompt=True)
+    completion: list[int] = []
+    mask: list[int] = []
+    position = first_turn
+    while position < len(messages):
+        turn = assistant_turn_ids(tokenizer, messages[position])
+        completion += turn
+        mask += [1] * len(turn)
+        position += 1
+        replies = []
+        while position < len(messages) and messages[position]["role"] == "tool":
+            replies.append(messages[position])
+            position += 1
+        if replies:
+            reply = tool_reply_ids(tokenizer, template, replies)
+            completion += reply
+            mask += [0] * len(reply)
+    return OracleRow(prompt_ids, completion, mask, reward)
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, scale_rewards: str) -> torch.Tensor:
+    """TRL's advantages of a batch of rewards (sum_then_normalize, every reward scorable)."""
+    groups = rewards.view(-1, group_size)
+    centred = (groups - groups.mean(dim=1, keepdim=True)).reshape(-1)
+    if scale_rewards == "none":
+        return centred
+    if scale_rewards == "group":
+        std = groups.std(dim=1, keepdim=True).expand_as(groups).reshape(-1)
+    elif scale_rewards == "batch":
+        std = rewards.std().expand_as(rewards)
+    else:
+        raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none', got {scale_rewards!r}")
+    return centred / (std + STD_EPSILON)
+
+
+def unsolved_groups(answers: Sequence[bool], group_size: int) -> list[int]:
+    """The groups (indices) where no episode answered right."""
+    return [start // group_size for start in range(0, len(answers), group_size)
+            if not any(answers[start:start + group_size])]
+
+
+def check_supported(args: Any, world_size: int) -> None:
+    """Raise ValueError, saying what to change, for settings under which TRL's batch holds per-row
+    log-probabilities (which the oracle's row would lack) or spans several processes."""
+    if world_size > 1:
+        raise ValueError("--guide_unsolved runs in one process only (a group's rows may sit on several ranks)")
+    if getattr(args, "beta", 0.0) != 0.0:
+        raise ValueError(f"--guide_unsolved needs --beta 0 (got {args.beta}): the reference model's log-probabilities "
+                         "of the oracle's row are not computed")
+    if getattr(args, "use_vllm", False):
+        raise ValueError("--guide_unsolved does not run with --fast_inference yet: vLLM's sampling log-probabilities "
+                         "of the oracle's row do not exist")
+    generate_every = args.steps_per_generation * getattr(args, "num_iterations", 1)
+    if args.gradient_accumulation_steps % generate_every:
+        raise ValueError("--guide_unsolved needs each generation round to be one optimizer step (TRL then keeps no "
+                         "old log-probabilities): leave --steps_per_generation and --num_iterations at their defaults")
+
+
+def replace_rows(output: dict[str, Any], replacements: dict[int, OracleRow], pad_id: int, group_size: int,
+                 scale_rewards: str, rewards: Sequence[float]) -> dict[str, Any]:
+    """TRL's scored batch with the given rows' completions replaced by oracle rows, the completion tensors padded
+    to the longest row, and every advantage and ``num_items_in_batch`` computed again from ``rewards`` (each row's,
+    in batch order) with the replaced rows' rewards put in."""
+    unknown = sorted(key for key, value in output.items() if key not in REBUILT_KEYS and (
+        (key in EPISODE_DERIVED_KEYS and value is not None)
+        or (key not in ("prompt_ids", "prompt_mask") and isinstance(value, torch.Tensor) and value.ndim == 2
+            and value.shape[1] == output["completion_ids"].shape[1])))
+    if unknown:
+        raise ValueError(f"TRL's scored batch holds per-token values guidance cannot rebuild: {unknown}")
+    completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
+    tool_mask = output.get("tool_mask")
+    if tool_mask is None:
+        tool_mask = torch.ones_like(completion_mask)
+    width = max([completion_ids.shape[1], *(len(row.completion_ids) for row in replacements.values())])
+    grow = width - completion_ids.shape[1]
+    completion_ids = torch.nn.functional.pad(completion_ids, (0, grow), value=pad_id)
+    completion_mask = torch.nn.functional.pad(completion_mask, (0, grow), value=0)
+    tool_mask = torch.nn.functional.pad(tool_mask, (0, grow), value=1)
+    new_rewards = list(rewards)
+    for index, row in replacements.items():
+        length = len(row.completion_ids)
+        completion_ids[index] = pad_id
+        completion_ids[index, :length] = torch.tensor(row.completion_ids, dtype=completion_ids.dtype)
+        completion_mask[index] = 0
+        completion_mask[index, :length] = 1
+        tool_mask[index] = 1
+        tool_mask[index, :length] = torch.tensor(row.tool_mask, dtype=tool_mask.dtype)
+        new_rewards[index] = row.reward
+    advantages = group_advantages(torch.tensor(new_rewards, dtype=torch.float32), group_size, scale_rewards)
+    rebuilt = {**output, "completion_ids": completion_ids, "completion_mask": completion_mask,
+               "advantages": advantages.to(output["advantages"])}
+    if output.get("tool_mask") is not None:
+        rebuilt["tool_mask"] = tool_mask
+    if "num_items_in_batch" in output:
+        rebuilt["num_items_in_batch"] = (completion_mask * tool_mask).sum().to(output["num_items_in_batch"])
+    return rebuilt
+
+
+def unpadded_prompt(output: dict[str, Any], index: int) -> list[int]:
+    """Row ``index``'s prompt ids without TRL's left padding."""
+    return output["prompt_ids"][index][output["prompt_mask"][index].bool()].tolist()
+
+
+class OracleGuidance:
+    """Replaces one row of every unsolved group by the oracle's episode (see the module docstring); logs
+    guide/* per optimizer step through TRL's metrics."""
+
+    def __init__(self, tokenizer: Any, env_factory: Callable[[], SQLEnv], rewards_of: Callable[[], list[float]],
+                 answers_of: Callable[[], list[bool]], scale_rewards: str) -> None:
+        """``rewards_of`` and ``answers_of``: each episode of the round just scored, its reward and whether it
+        answered right, in row order (the rollout logger's ``last_rewards`` and ``last_answers``)."""
+        self.tokenizer = tokenizer
+        self.env_factory = env_factory
+        self.rewards_of = rewards_of
+        self.answers_of = answers_of
+        self.scale_rewards = scale_rewards
+        self._played: dict[str, OracleRow] = {}
+
+    def oracle_row(self, row: dict[str, Any]) -> OracleRow:
+        """The oracle's row for a dataset row, played once per question and system prompt (questions come back)."""
+        key = json.dumps([row["db_path"], row["question"], row["prompt"]], sort_keys=True, default=str)
+        if key not in self._played:
+            messages, reward = oracle_messages(row, self.env_factory())
+            self._played[key] = episode_row(self.tokenizer, messages, reward)
+        return self._played[key]
+
+    def guided_output(self, inputs: list[dict[str, Any]], output: dict[str, Any], group_size: int,
+                      ) -> tuple[dict[str, Any], int]:
+        """The scored batch with each unsolved group's last row replaced, and how many groups were."""
+        answers, rewards = self.answers_of(), self.rewards_of()
+        if len(answers) != len(inputs) or len(rewards) != len(inputs):
+            raise ValueError(f"{len(answers)} answers and {len(rewards)} rewards for {len(inputs)} scored rows")
+        # The rewards must be the ones TRL turned into these advantages, or recomputing them changes other groups.
+        expected = group_advantages(torch.tensor(rewards, dtype=torch.float32), group_size, self.scale_rewards)
+        if not torch.allclose(expected, output["advantages"].detach().float().cpu(), atol=1e-3):
+            raise ValueError("the rollout logger's rewards do not give TRL's advantages; guidance needs the "
+                             "environment's reward to be the only weighted reward")
+        replacements = {}
+        for group in unsolved_groups(answers, group_size):
+            index = group * group_size + group_size - 1
+            oracle = self.oracle_row(inputs[index])
+            if oracle.prompt_ids != unpadded_prompt(output, index):
+                raise ValueError(f"the oracle's prompt for {inputs[index]['question']!r} renders to other tokens than "
+                                 "the prompt TRL generated from; guidance cannot build its row")
+            replacements[index] = oracle
+        if not replacements:
+            return output, 0
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        return replace_rows(output, replacements, pad_id, group_size, self.scale_rewards, rewards), len(replacements)
+
+    def install(self, trainer: Any) -> None:
+        """Wrap this trainer's ``_generate_and_score_completions`` (training batches only)."""
+        check_supported(trainer.args, trainer.accelerator.num_processes)
+        group_size = trainer.num_generations
+        rounds_per_step = float(1 / optimizer_steps_per_generation(trainer.args))
+        score = trainer._generate_and_score_completions
+
+        @functools.wraps(score)
+        def score_with_guidance(inputs: list[dict[str, Any]]) -> dict[str, Any]:
+            output = score(inputs)
+            if not trainer.model.training:
+                return output
+            guided, count = self.guided_output(inputs, output, group_size)
+            metrics = trainer._metrics["train"]
+            metrics["guide/guided_groups"].append(count * rounds_per_step)
+            metrics["guide/guided_share"].append(count / (len(inputs) // group_size))
+            return guided
+
+        trainer._generate_and_score_completions = score_with_guidance
+
