@@ -6,7 +6,8 @@ it is the one place that sees every finished episode), and it is a ``TrainerCall
 appends every log line to ``metrics.jsonl`` as it happens, so nothing is lost on a crash.
 Under --oversample_groups (dynamic_sampling.py) it sees every generated episode, those of the groups
 dropped before training included: episode/*, accuracy/*, rollout/episodes_per_s and the run's totals count
-generated episodes, and oversample/* says what was trained on.
+generated episodes, and oversample/* says what was trained on. Likewise under --guide_unsolved
+(oracle_guidance.py): episode/* count the generated episodes, guide/* the groups given the oracle's episode.
 
 It also times the trainer's generation calls (``time_generation``): every logged step says how many
 generation calls its rollouts made (the first turn and each tool-loop turn), how long they took, their
@@ -47,6 +48,7 @@ PLOTTED_METRICS = {
     "episode/zero_advantage_groups": "groups with zero advantage (generated)",
     "episode/shaping_only_advantage": "advantage weight on groups all right or all wrong",
     "oversample/trained_zero_advantage_share": "groups with zero advantage (trained on)",  # --oversample_groups only
+    "guide/guided_share": "all-wrong groups given the oracle's episode",  # --guide_unsolved only
     "episode/post_episode_calls": "calls after the episode, per episode",
     "episode/accuracy": "training accuracy",
     "episode/answered": "episodes that answered",
