@@ -388,12 +388,23 @@ def report_run(out_dir: Path, log_history: list[dict[str, Any]], totals: RunTota
     plot_training_curves(log_history, curves)
     print(f"[train] {run_summary(log_history)}", flush=True)
     print(f"[train] {totals.summary()}", flush=True)
-    for line in [*learned_nothing_warnings(log_history, totals), vllm_alignment_warning(log_history),
+    for line in [guidance_summary(log_history), *learned_nothing_warnings(log_history, totals), vllm_alignment_warning(log_history),
                  alike_groups_note(log_history), shaping_weight_note(log_history),
                  unreadable_calls_note(log_history)]:  # the warnings, then the notes
         if line:
             print(f"[train] {line}", flush=True)
     return curves
+
+
+def guidance_summary(log_history: list[dict[str, Any]]) -> str | None:
+    """How many groups --guide_unsolved gave the oracle's episode (None for a run without it): the generated
+    episodes above count the model's own episodes only."""
+    guided = [entry["guide/guided_groups"] for entry in log_history if "guide/guided_groups" in entry]
+    shares = [entry["guide/guided_share"] for entry in log_history if "guide/guided_share" in entry]
+    if not guided:
+        return None
+    return (f"oracle guidance: {sum(guided):.0f} all-wrong groups trained on the oracle's episode in one row, "
+            f"{statistics.fmean(shares):.0%} of the groups of a step on average")
 
 
 def write_run_config(out_dir: Path, agent: Any, grpo: Any, **parts: Any) -> Path:

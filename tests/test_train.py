@@ -1110,6 +1110,16 @@ def test_a_run_that_trained_mostly_on_alike_groups_near_its_end_says_what_to_try
     assert "--guide_unsolved" not in str(alike_groups_note([{ZERO: 0.5, "episode/groups_none_correct": 0.05}] * 20))
 
 
+def test_a_guided_run_says_how_many_groups_trained_on_the_oracles_episode() -> None:
+    from training_logs import guidance_summary
+
+    steps = [{"guide/guided_groups": 3.0, "guide/guided_share": 0.1875}, {"loss": 0.1},
+             {"guide/guided_groups": 1.0, "guide/guided_share": 0.0625}]
+    assert guidance_summary(steps) == ("oracle guidance: 4 all-wrong groups trained on the oracle's episode in one "
+                                       "row, 12% of the groups of a step on average")
+    assert guidance_summary([{"loss": 0.1}]) is None
+
+
 def test_a_run_whose_advantages_went_mostly_to_shaping_differences_says_so() -> None:
     from training_logs import shaping_weight_note
 
