@@ -46,8 +46,11 @@ class Visit:
     completions: int
     reward_spread: float
 
-    def taught_nothing(self, signal: str) -> bool:
-        """Whether the group was alike in what ``signal`` (one of GROUP_SIGNALS) names."""
+    def taught_nothing(self, signal: str, guided: bool = False) -> bool:
+        """Whether the group was alike in what ``signal`` (one of GROUP_SIGNALS) names. Under oracle guidance
+        (``guided``) a group all wrong trained on the oracle's episode, so only one all right taught nothing."""
+        if guided and self.correct == 0:
+            return False
         if signal == "answers":
             return self.correct in (0, self.completions)
         return self.reward_spread < SPREAD_EPSILON
@@ -63,7 +66,8 @@ class InformativeSampler(Sampler[int]):
     """TRL's sampler contract, deferring questions whose last groups taught nothing (see the module docstring)."""
 
     def __init__(self, question_keys: Sequence[str], num_generations: int, groups_per_batch: int, repeat_count: int,
-                 seed: int, window: int = 1, max_deferrals: int = 2, signal: str = "reward") -> None:
+                 seed: int, window: int = 1, max_deferrals: int = 2, signal: str = "reward",
+                 guided: bool = False) -> None:
         if window < 1 or max_deferrals < 0:
             raise ValueError(f"window must be at least 1 and max_deferrals at least 0, got {window} and {max_deferrals}")
         if signal not in GROUP_SIGNALS:
@@ -78,6 +82,7 @@ class InformativeSampler(Sampler[int]):
         self.window = window
         self.max_deferrals = max_deferrals
         self.signal = signal
+        self.guided = guided  # --guide_unsolved: an all-wrong group is given the oracle's episode (oracle_guidance.py)
         self.generator = torch.Generator().manual_seed(seed)
         self.records: dict[str, QuestionRecord] = {}
         self.deferred = 0  # deferrals since the last take_counts()
@@ -109,12 +114,12 @@ class InformativeSampler(Sampler[int]):
 
     def should_defer(self, key: str) -> bool:
         """Whether a question's last ``window`` groups all taught nothing (no reward spread, or with signal
-        'answers' all right or all wrong), and it has not yet been deferred ``max_deferrals`` times since it was last
+        'answers' all right or all wrong; under guidance all right only), and it has not yet been deferred ``max_deferrals`` times since it was last
         served."""
         record = self.records.get(key)
         if record is None or len(record.visits) < self.window or record.deferrals >= self.max_deferrals:
             return False
-        return all(visit.taught_nothing(self.signal) for visit in record.visits[-self.window:])
+        return all(visit.taught_nothing(self.signal, self.guided) for visit in record.visits[-self.window:])
 
     def record(self, keys: Sequence[str], rewards: Sequence[float], correct: Sequence[bool]) -> None:
         """The outcomes of one scored batch, completion by completion, in TRL's order (group after group)."""
@@ -159,13 +164,15 @@ def dataset_question_keys(dataset: Any) -> list[str]:
 
 
 def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None,
-                     resumed_checkpoint: Path | None = None, signal: str = "reward") -> InformativeSampler:
+                     resumed_checkpoint: Path | None = None, signal: str = "reward",
+                     guided: bool = False) -> InformativeSampler:
     """A phase's question sampler (used under --sampling informative; it records every group either way), for the
     rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the checkpoint a resumed run
     continues (which holds its start adapter's history too) or else of the phase its start adapter came from."""
     sampler = InformativeSampler(dataset_question_keys(dataset), grpo.num_generations,
                                  grpo.generation_batch_size // grpo.num_generations,
-                                 grpo.num_iterations * grpo.steps_per_generation, grpo.seed, signal=signal)
+                                 grpo.num_iterations * grpo.steps_per_generation, grpo.seed, signal=signal,
+                                 guided=guided)
     for folder in (resumed_checkpoint, start_adapter):
         if folder is not None and sampler.load(folder):
             print(f"[train] question history of {len(sampler.records)} questions from {folder}", flush=True)

@@ -277,7 +277,8 @@ class AgentConfig(sft.WarmupConfig):
                           "answered right, the last episode is replaced by the oracle's episode for its question "
                           "(describe the gold tables, run the gold query, answer), scored by the environment, and the "
                           "group's advantages computed again, so the group teaches the right way instead of nothing. "
-                          "guide/guided_share logs the share of groups guided. Not measured on a GPU yet. One "
+                          "guide/guided_share logs the share of groups guided; --sampling informative then defers only questions whose "
+                          "last group was all right. Not measured on a GPU yet. One "
                           "process, --beta 0, no --fast_inference, a generation round of one optimizer step; not "
                           "with --oversample_groups."},
     )
@@ -749,7 +750,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         adapter_config.base_model_name_or_path = agent.model  # later phases and eval load this one (checkpoints too)
     rollout_logger = RolloutLogger(plan.out_dir, grpo.num_generations, agent.rollouts_logged_per_step,
                                    question_sampler(grpo, plan.dataset, plan.start_adapter, plan.checkpoint,
-                                                    signal=agent.group_signal),
+                                                    signal=agent.group_signal, guided=agent.guide_unsolved),
                                    scale_rewards=grpo.scale_rewards)
 
     # --- trainer and training

@@ -66,6 +66,15 @@ def test_under_the_answers_signal_a_group_all_wrong_is_deferred_whatever_its_sha
         InformativeSampler(KEYS, 2, 1, 1, seed=0, signal="accuracy")
 
 
+def test_under_oracle_guidance_only_a_question_all_right_waits() -> None:
+    sampler = InformativeSampler(KEYS, num_generations=2, groups_per_batch=2, repeat_count=1, seed=0, signal="answers",
+                                 guided=True)
+    order = torch.randperm(8, generator=torch.Generator().manual_seed(0)).tolist()
+    settle(sampler, order[0], right=False)  # its group trained on the oracle's episode: served again
+    settle(sampler, order[1], right=True)
+    assert chunks(list(sampler), sampler)[0] == [order[0], order[2]]
+
+
 def test_a_deferred_question_comes_back() -> None:
     sampler = InformativeSampler(KEYS[:2], num_generations=1, groups_per_batch=1, repeat_count=1, seed=0,
                                  max_deferrals=2)
