@@ -29,6 +29,8 @@
 #                  a step (6 x 1024 tokens each, micro-batch 6): which default fits the L4's 22.5 GiB; figures to $OUT.
 #                  VARIANTS: the settings (default: train.py's, the LoRA folded for the rollouts, without the 256-token
 #                  turn cap, so that the random model's one-turn episodes still run to 1024 tokens, the worst case)
+#   phase FLAGS... a short train.py phase on the carried model (MODEL) with FLAGS, e.g. a new lever's first run under
+#                  Unsloth: its summary lines and notes printed, its metrics.jsonl to $OUT (phase_metrics.jsonl)
 #   bg NAME STAGE ARGS...  any stage in the background as run NAME (a `then` can wait on it); returns at once
 #   eval-modes ADAPTER  the held-out eval of one adapter in each generation mode (MODES, default "padded rounds"),
 #                  one after the other in one process (benchmarks/eval_generation.py); figures to
@@ -227,6 +229,16 @@ case "$stage" in
       --steps "${STEPS:-2}" --max-completion-length 1024 --prompts-per-step "$@" --micro-batch 6 \
       --out "$out/memory_17b.json" > "$out/memory_17b.log" 2>&1 || echo "gpu_backends.py exited with $?"
     grep -iE "peak|prompts|episodes/s" "$out/memory_17b.log" | tail -20
+    ;;
+  phase)
+    # A short train.py phase on the carried model with the flags given (a new lever's first run under Unsloth, e.g.
+    # MODEL=1.5b ... phase --phase mixed --max_steps 4 --guide_unsolved): its summary and notes, metrics.jsonl back.
+    prepare_model
+    rm -rf /tmp/phase
+    python3 train.py --model "$model_dir" --data_dir /tmp/spider --output_dir /tmp/phase --report_to none \
+      --save_strategy no "$@" > "$out/phase.log" 2>&1 || echo "train.py exited with $?"
+    for metrics in /tmp/phase/*/metrics.jsonl; do [ -e "$metrics" ] && cp "$metrics" "$out/phase_metrics.jsonl"; done
+    grep -E "^\[train\]|Error|WARNING|NOTE" "$out/phase.log" | cut -c1-500 | tail -30
     ;;
   bg)
     name=$1; shift
