@@ -8,6 +8,8 @@
 #   chunk15 NN     carry .m15/part.NN: one piece of the Qwen2.5-Coder-1.5B GGUF into /tmp/m15 (about 20 pieces;
 #                  here: bash scripts/prepare_gpu_carry.sh 1.5b)
 #   convert15      join and convert the 1.5B into /tmp/q15 (on the machine's 16 cores)
+#   MODEL=random1.7b  (environment) a random-weight model of Qwen3-1.7B's shape, built there (no carry): for memory
+#                  and for a first run of new code under Unsloth (phase)
 #   MODEL=1.5b     (environment) proof, start, bench and eval-modes use the 1.5B (/tmp/q15, converted first when
 #                  missing) and its own work folder /tmp/lp/q15 (adapters /tmp/lp/q15/ARM-seedN/PHASE/adapter);
 #                  here, merge its runs into their own results: --results docs/learning_proof_1.5b/results.json
@@ -77,7 +79,9 @@ export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 case "${MODEL:-0.5b}" in  # the model that proof, start, bench and eval-modes train or read, and its work folder
   0.5b) model_dir=/tmp/qc work=$runs ;;
   1.5b) model_dir=/tmp/q15 work=$runs/q15 ;;
-  *) echo "MODEL must be 0.5b (Qwen2.5-Coder-0.5B, the default) or 1.5b (Qwen2.5-Coder-1.5B), not '$MODEL'" >&2
+  random1.7b) model_dir=/tmp/q17 work=$runs/q17 ;;  # random weights in Qwen3-1.7B's shape: nothing to carry
+  *) echo "MODEL must be 0.5b (Qwen2.5-Coder-0.5B, the default), 1.5b (Qwen2.5-Coder-1.5B) or random1.7b, not" \
+          "'$MODEL'" >&2
      exit 2 ;;
 esac
 convert() {  # the 0.5B from its GGUF pieces, once per machine
@@ -94,8 +98,12 @@ convert15() {  # the 1.5B from its 19 pieces, once per machine, timed (issue 30 
       --no-progress > "$out/convert15.log" 2>&1 && echo "converted /tmp/q15"
   fi
 }
-prepare_model() {  # the model MODEL names, converted when this machine has not yet
-  if [ "$model_dir" = /tmp/q15 ]; then convert15; else convert; fi
+prepare_model() {  # the model MODEL names, converted (or built) when this machine has not yet
+  case "$model_dir" in
+    /tmp/q15) convert15 ;;
+    /tmp/q17) [ -f /tmp/q17/config.json ] || python3 models.py random --size 1.7b --out /tmp/q17 > "$out/q17.log" 2>&1 ;;
+    *) convert ;;
+  esac
 }
 collect() {  # background runs' progress, logs, results and per-step metrics to $OUT
   for log in $runs/*.log; do

@@ -133,7 +133,7 @@ def test_an_unknown_model_is_refused_before_any_stage_runs(tmp_path: Path) -> No
     done = subprocess.run(["bash", str(SCRIPT), "start", "line", "--arms", "sft"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 2
-    assert "MODEL must be 0.5b (Qwen2.5-Coder-0.5B, the default) or 1.5b (Qwen2.5-Coder-1.5B), not '7b'" in done.stderr
+    assert "MODEL must be 0.5b (Qwen2.5-Coder-0.5B, the default), 1.5b (Qwen2.5-Coder-1.5B) or random1.7b, not '7b'" in done.stderr
     assert list((tmp_path / "out").iterdir()) == []  # nothing converted, started or written
 
 
