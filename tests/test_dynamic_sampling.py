@@ -179,24 +179,13 @@ def test_a_step_generates_an_extra_group_and_trains_on_the_one_with_spread(
     agent = HalfSettledAgent()
     trained: list[dict[str, Any]] = []
 
-    def hook(trainer: Any) -> None:
-        agent.install(trainer)
-        score = trainer._generate_and_score_completions  # the oversampling wrapper: what TRL trains on
-
-        def capture(inputs: Any) -> Any:
-            output = score(inputs)
-            trained.append(output)
-            return output
-
-        trainer._generate_and_score_completions = capture
-
     # 2 questions, a step of one group of 2 generated in one round, one extra group a round: each round holds both
     # questions (the extra skips the round's own), one settled and one not.
     argv = ["--output_dir", str(tmp_path), "--model", str(tiny_model_dir), "--max_questions", "2",
             "--num_generations", "2", "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "2",
             "--max_completion_length", "1536", "--save_strategy", "no", "--report_to", "none", "--phase", "easy",
             "--oversample_groups", "1", "--sampling", sampling, "--group_signal", signal]
-    adapter = train.main(argv, before_train=hook)
+    adapter = train.main(argv, before_train=lambda trainer: agent.install_capturing(trainer, trained))
     steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
     assert len(steps) == 2 == len(trained)
     for output in trained:  # per_device_train_batch_size x gradient_accumulation_steps rows, one whole group

@@ -191,22 +191,11 @@ def test_unsolved_groups_teach_nothing_unless_guided(tmp_path: Path, tiny_model_
     agent = WrongAgent()
     trained: list[dict[str, Any]] = []
 
-    def hook(trainer: Any) -> None:
-        agent.install(trainer)
-        score = trainer._generate_and_score_completions  # guidance's wrapper, where installed: what TRL trains on
-
-        def capture(inputs: Any) -> Any:
-            output = score(inputs)
-            trained.append(output)
-            return output
-
-        trainer._generate_and_score_completions = capture
-
     argv = ["--output_dir", str(tmp_path), "--model", str(tiny_model_dir), "--max_questions", "2",
             "--num_generations", "2", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "1",
             "--max_completion_length", "1536", "--save_strategy", "no", "--report_to", "none", "--phase", "easy",
             "--max_steps", "2", "--learning_rate", "1e-3", *(["--guide_unsolved"] if guided else [])]
-    train.main(argv, before_train=hook)
+    train.main(argv, before_train=lambda trainer: agent.install_capturing(trainer, trained))
     steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
     assert len(steps) == 2 == len(trained)
     assert all(step["episode/accuracy"] == 0.0 for step in steps)  # what was generated: all wrong

@@ -78,6 +78,19 @@ class ScriptedAgent:
 
         trainer._generate_single_turn = generate
 
+    def install_capturing(self, trainer: Any, trained: list[dict[str, Any]]) -> None:
+        """``install``, and append each scored batch TRL then trains on to ``trained``: what
+        ``_generate_and_score_completions`` returns, after any wrapper already installed (oversampling, guidance)."""
+        self.install(trainer)
+        score = trainer._generate_and_score_completions
+
+        def capture(inputs: Any) -> Any:
+            output = score(inputs)
+            trained.append(output)
+            return output
+
+        trainer._generate_and_score_completions = capture
+
 
 @pytest.fixture(autouse=True)
 def tiny_model(tiny_model_dir: Path) -> None:
