@@ -45,6 +45,7 @@ from prompt import CLOSING_MESSAGE
 
 # TRL's own constant in its advantage (GRPOTrainer._generate_and_score_completions)
 STD_EPSILON = 1e-4
+ADVANTAGE_TOLERANCE = 0.02
 # The keys of TRL's scored batch this module knows how to rebuild a row of; any other per-row value that runs
 # along the completion (e.g. log-probabilities) would be left describing the replaced episode.
 REBUILT_KEYS = frozenset({"completion_ids", "completion_mask", "tool_mask", "advantages", "num_items_in_batch"})
@@ -222,8 +223,11 @@ class OracleGuidance:
         if len(answers) != len(inputs) or len(rewards) != len(inputs):
             raise ValueError(f"{len(answers)} answers and {len(rewards)} rewards for {len(inputs)} scored rows")
         # The rewards must be the ones TRL turned into these advantages, or recomputing them changes other groups.
+        # Not to the last bit: a group of equal rewards gets (reward - mean) / 1e-4, a float32 mean's rounding error
+        # blown up to as much as 1e-3 either way (dynamic_sampling.select_groups); a second weighted reward would
+        # move whole groups' advantages by tenths.
         expected = group_advantages(torch.tensor(rewards, dtype=torch.float32), group_size, self.scale_rewards)
-        if not torch.allclose(expected, output["advantages"].detach().float().cpu(), atol=1e-3):
+        if not torch.allclose(expected, output["advantages"].detach().float().cpu(), atol=ADVANTAGE_TOLERANCE):
             raise ValueError("the rollout logger's rewards do not give TRL's advantages; guidance needs the "
                              "environment's reward to be the only weighted reward")
         replacements = {}
