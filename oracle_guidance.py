@@ -202,7 +202,7 @@ class OracleGuidance:
         """``rewards_of`` and ``answers_of``: each episode of the round just scored, its reward and whether it
         answered right, in row order (the rollout logger's ``last_rewards`` and ``last_answers``)."""
         self.tokenizer = tokenizer
-        self.env_factory = env_factory
+        self.env = env_factory()  # one environment for every oracle episode: each reset closes the last database
         self.rewards_of = rewards_of
         self.answers_of = answers_of
         self.scale_rewards = scale_rewards
@@ -212,7 +212,7 @@ class OracleGuidance:
         """The oracle's row for a dataset row, played once per question and system prompt (questions come back)."""
         key = json.dumps([row["db_path"], row["question"], row["prompt"]], sort_keys=True, default=str)
         if key not in self._played:
-            messages, reward = oracle_messages(row, self.env_factory())
+            messages, reward = oracle_messages(row, self.env)
             self._played[key] = episode_row(self.tokenizer, messages, reward)
         return self._played[key]
 
