@@ -561,21 +561,34 @@ def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str |
     return seconds, len(own), ", ".join(sorted({str(run.get("device", "unknown device")) for run in own}))
 
 
+def ablation_chain(arm: Arm) -> list[str]:
+    """The arm an arm ablates, the one that one ablates, and so on, while they run as many steps and questions."""
+    chain: list[str] = []
+    current = arm.ablates
+    while current is not None and current not in chain:
+        ablated = ARMS[current]
+        if (ablated.steps_times, ablated.questions_times) != (arm.steps_times, arm.questions_times):
+            break
+        chain.append(current)
+        current = ablated.ablates
+    return chain
+
+
 def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[str], seeds: list[int], scale: str,
                    model: str | None) -> None:
     """How long the asked arms should take, from the times recorded for them: to plan what fits a GPU session."""
     total, unknown = 0.0, []
     for name in arms:
-        # An arm never run is timed as the arm it changes one setting of (its ablation's full setting), or as its
-        # one-pass twin with the training times its passes, if that ran.
+        # An arm never run is timed as the arm it changes one setting of (its ablation's full setting, or that one's,
+        # and so on, as long as they run as many steps), or as its one-pass twin with the training times its passes.
         arm, twin = ARMS[name], one_pass_of(ARMS[name])
-        candidates = ((name, 1), (arm.ablates, 1), (twin, arm.steps_times))
+        candidates = ((name, 1), *((ablated, 1) for ablated in ablation_chain(arm)), (twin, arm.steps_times))
         timed = [(candidate, recorded) for candidate, times in candidates if candidate is not None
                  if (recorded := recorded_seconds(results, candidate, scale, model, evaluate=name not in train_only,
                                                   training_times=times)) is not None]
         if not timed:
             unknown.append(name)
-            print(f"[estimate] {name}: never run at scale {scale}, nor the arm it ablates", flush=True)
+            print(f"[estimate] {name}: never run at scale {scale}, nor an arm it ablates", flush=True)
             continue
         timed_as, (seconds, runs, devices) = timed[0]
         total += seconds * len(seeds)

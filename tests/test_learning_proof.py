@@ -336,7 +336,7 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     assert learning_proof.main(argv) == 0
     printed = capsys.readouterr().out
     assert "mixed-informative-sft4x-lr5e-5: 280 s a seed (median of 1 run(s) of mixed-informative-sft4x" in printed
-    assert "no-penalty: never run at scale epoch" in printed
+    assert "no-penalty: never run at scale epoch, nor an arm it ablates" in printed
     # Easy's own evals were never recorded: it is timed with the median eval of the scale's evaluated runs (40 s).
     assert "about 1660 s, without no-penalty" in printed  # 2 seeds x (210 + 340 + 280)
     assert not (tmp_path / "report.md").exists()
@@ -348,6 +348,16 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     assert learning_proof.main(argv) == 0
     assert ("mixed-informative-sft4x-lr5e-5-direct-2epochs: 650 s a seed (median of 1 run(s) of "
             "mixed-informative-sft4x-lr5e-5-direct, its training x2; H100)") in capsys.readouterr().out
+    # An arm whose ablation never ran either: the next arm down the chain that ran as many steps.
+    results["runs"]["mixed-informative-sft4x-lr5e-5-direct-fresh-2x/seed1/epoch"] = run(
+        "mixed-informative-sft4x-lr5e-5-direct-fresh-2x", 600.0, 50.0)
+    learning_proof.save_results(path, results)
+    argv = [*argv[:argv.index("--arms")], "--arms", "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"]
+    assert learning_proof.main(argv) == 0
+    assert ("mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x: 650 s a seed (median of 1 run(s) of "
+            "mixed-informative-sft4x-lr5e-5-direct-fresh-2x; H100)") in capsys.readouterr().out
+    assert learning_proof.ablation_chain(proof_arms.ARMS["mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"]) == [
+        "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x", "mixed-informative-sft4x-lr5e-5-direct-fresh-2x"]
 
 
 def test_the_fresh_two_pass_arm_draws_twice_the_unseen_questions_for_one_pass_of_as_many_steps() -> None:
