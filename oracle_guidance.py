@@ -1,6 +1,6 @@
 """Oracle guidance: a prompt group whose episodes all answered wrong trains on the oracle's episode in one row.
 
-    guidance = OracleGuidance(tokenizer, oracle_episode, rewards_of, answers_of)   # train.py, --guide_unsolved
+    guidance = OracleGuidance(tokenizer, env_factory, rewards_of, answers_of, scale_rewards)  # --guide_unsolved
     guidance.install(trainer)                                  # wraps TRL's _generate_and_score_completions
 
 A group where no episode answered right has (almost) no reward spread, so it teaches nothing: about a fifth of the
@@ -10,7 +10,9 @@ describe the gold tables, run the gold query, answer its result, close), scored 
 group's advantages are computed again: the oracle's row gets a positive advantage, the wrong ones a negative one.
 This mixes an off-policy demonstration into the on-policy group, as LUFFY does (Yan et al., 2025, "Learning to
 Reason under Off-Policy Guidance"); the warm-up trained on the same episodes (sft.py), so they are the model's own
-format. Nothing of a group with a right answer changes.
+format. A group with a right answer keeps its episodes (under ``scale_rewards`` 'batch' its advantages move with
+the batch's spread). An oracle episode longer than ``max_completion_length`` is left out: the model could not have
+written it within the budget.
 
 The oracle's row is built as TRL's tool loop builds a row (trl/trainer/grpo_trainer.py, GRPOTrainer, 1.15): the
 tokens of each assistant turn as generation leaves them under the stop rule (``chat_format.tool_call_text`` closed
@@ -217,8 +219,9 @@ class OracleGuidance:
         return self._played[key]
 
     def guided_output(self, inputs: list[dict[str, Any]], output: dict[str, Any], group_size: int,
-                      ) -> tuple[dict[str, Any], int]:
-        """The scored batch with each unsolved group's last row replaced, and how many groups were."""
+                      max_length: int | None = None) -> tuple[dict[str, Any], int]:
+        """The scored batch with each unsolved group's last row replaced (where the oracle's completion fits
+        ``max_length`` tokens), and how many groups were."""
         answers, rewards = self.answers_of(), self.rewards_of()
         if len(answers) != len(inputs) or len(rewards) != len(inputs):
             raise ValueError(f"{len(answers)} answers and {len(rewards)} rewards for {len(inputs)} scored rows")
@@ -234,6 +237,8 @@ class OracleGuidance:
         for group in unsolved_groups(answers, group_size):
             index = group * group_size + group_size - 1
             oracle = self.oracle_row(inputs[index])
+            if max_length is not None and len(oracle.completion_ids) > max_length:
+                continue
             if oracle.prompt_ids != unpadded_prompt(output, index):
                 raise ValueError(f"the oracle's prompt for {inputs[index]['question']!r} renders to other tokens than "
                                  "the prompt TRL generated from; guidance cannot build its row")
@@ -255,7 +260,7 @@ class OracleGuidance:
             output = score(inputs)
             if not trainer.model.training:
                 return output
-            guided, count = self.guided_output(inputs, output, group_size)
+            guided, count = self.guided_output(inputs, output, group_size, trainer.args.max_completion_length)
             metrics = trainer._metrics["train"]
             metrics["guide/guided_groups"].append(count * rounds_per_step)
             metrics["guide/guided_share"].append(count / (len(inputs) // group_size))
