@@ -114,8 +114,8 @@ class InformativeSampler(Sampler[int]):
 
     def should_defer(self, key: str) -> bool:
         """Whether a question's last ``window`` groups all taught nothing (no reward spread, or with signal
-        'answers' all right or all wrong; under guidance all right only), and it has not yet been deferred ``max_deferrals`` times since it was last
-        served."""
+        'answers' all right or all wrong; under guidance all right only), and it has not yet been deferred
+        ``max_deferrals`` times since it was last served."""
         record = self.records.get(key)
         if record is None or len(record.visits) < self.window or record.deferrals >= self.max_deferrals:
             return False

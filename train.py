@@ -76,11 +76,11 @@ from batching import (  # noqa: E402
 )
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
 from dynamic_sampling import GroupOversampler  # noqa: E402
-from oracle_guidance import OracleGuidance  # noqa: E402
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
 from merged_generation import MergedGenerationError  # noqa: E402
+from oracle_guidance import OracleGuidance  # noqa: E402
 from output_folders import (  # noqa: E402
     ADAPTER_DIRNAME,
     WARMUP_QUESTIONS_FILENAME,
@@ -277,10 +277,10 @@ class AgentConfig(sft.WarmupConfig):
                           "answered right, the last episode is replaced by the oracle's episode for its question "
                           "(describe the gold tables, run the gold query, answer), scored by the environment, and the "
                           "group's advantages computed again, so the group teaches the right way instead of nothing. "
-                          "guide/guided_share logs the share of groups guided; --sampling informative then defers only questions whose "
-                          "last group was all right. Not measured on a GPU yet. One "
-                          "process, --beta 0, no --fast_inference, a generation round of one optimizer step; not "
-                          "with --oversample_groups."},
+                          "guide/guided_share logs the share of groups guided; --sampling informative then defers "
+                          "only questions whose last group was all right. Not measured on a GPU yet. One process, "
+                          "--beta 0, no --fast_inference, a generation round of one optimizer step; not with "
+                          "--oversample_groups."},
     )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
@@ -328,8 +328,8 @@ class AgentConfig(sft.WarmupConfig):
             raise ValueError(f"--oversample_groups is a number of extra prompt groups a generation round (0: off), "
                              f"got {self.oversample_groups}")
         if self.guide_unsolved and self.oversample_groups:
-            raise ValueError("--guide_unsolved and --oversample_groups each rebuild TRL's scored batch; give one of the "
-                             "two")
+            raise ValueError("--guide_unsolved and --oversample_groups each rebuild TRL's scored batch; give one "
+                             "of the two")
         if self.lora_rank < 1:
             raise ValueError(f"--lora_rank must be at least 1, got {self.lora_rank}")
         if self.merged_generation is True and self.fast_inference:

@@ -388,9 +388,9 @@ def report_run(out_dir: Path, log_history: list[dict[str, Any]], totals: RunTota
     plot_training_curves(log_history, curves)
     print(f"[train] {run_summary(log_history)}", flush=True)
     print(f"[train] {totals.summary()}", flush=True)
-    for line in [guidance_summary(log_history), *learned_nothing_warnings(log_history, totals), vllm_alignment_warning(log_history),
-                 alike_groups_note(log_history), shaping_weight_note(log_history),
-                 unreadable_calls_note(log_history)]:  # the warnings, then the notes
+    for line in [guidance_summary(log_history), *learned_nothing_warnings(log_history, totals),
+                 vllm_alignment_warning(log_history), alike_groups_note(log_history),
+                 shaping_weight_note(log_history), unreadable_calls_note(log_history)]:  # the warnings, then the notes
         if line:
             print(f"[train] {line}", flush=True)
     return curves

@@ -101,7 +101,8 @@ convert15() {  # the 1.5B from its 19 pieces, once per machine, timed (issue 30 
 prepare_model() {  # the model MODEL names, converted (or built) when this machine has not yet
   case "$model_dir" in
     /tmp/q15) convert15 ;;
-    /tmp/q17) [ -f /tmp/q17/config.json ] || python3 models.py random --size 1.7b --out /tmp/q17 > "$out/q17.log" 2>&1 ;;
+    /tmp/q17) [ -f /tmp/q17/config.json ] ||
+                python3 models.py random --size 1.7b --out /tmp/q17 > "$out/q17.log" 2>&1 ;;
     *) convert ;;
   esac
 }
