@@ -191,15 +191,17 @@ class WrongAgent(ScriptedAgent):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("guided", [False, True])
-def test_unsolved_groups_teach_nothing_unless_guided(tmp_path: Path, tiny_model_dir: Path, guided: bool) -> None:
+@pytest.mark.parametrize(("guided", "scale_rewards"), [(False, "group"), (True, "group"), (True, "batch")])
+def test_unsolved_groups_teach_nothing_unless_guided(tmp_path: Path, tiny_model_dir: Path, guided: bool,
+                                                     scale_rewards: str) -> None:
     agent = WrongAgent()
     trained: list[dict[str, Any]] = []
 
     argv = ["--output_dir", str(tmp_path), "--model", str(tiny_model_dir), "--max_questions", "2",
             "--num_generations", "2", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "1",
             "--max_completion_length", "1536", "--save_strategy", "no", "--report_to", "none", "--phase", "easy",
-            "--max_steps", "2", "--learning_rate", "1e-3", *(["--guide_unsolved"] if guided else [])]
+            "--max_steps", "2", "--learning_rate", "1e-3", "--scale_rewards", scale_rewards,
+            *(["--guide_unsolved"] if guided else [])]
     train.main(argv, before_train=lambda trainer: agent.install_capturing(trainer, trained))
     steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
     assert len(steps) == 2 == len(trained)
