@@ -47,6 +47,9 @@ def check_launch(agent: Any, grpo: Any) -> None:
         # or keep a group alone (dynamic_sampling.py).
         raise ValueError(f"--oversample_groups runs in one process, but this launch has {grpo.world_size}: leave "
                          "it at 0 under accelerate launch or torchrun, or train in one process")
+    if agent.guide_unsolved and grpo.world_size > 1:  # the same: a group's rows may sit on several ranks
+        raise ValueError(f"--guide_unsolved runs in one process, but this launch has {grpo.world_size}: leave it off "
+                         "under accelerate launch or torchrun, or train in one process")
 
 
 def multi_process_oom_advice(grpo: Any, agent: Any, out_dir: Path) -> str:

@@ -26,7 +26,7 @@ What it relies on in TRL's scored batch (see dynamic_sampling.py for the rest): 
 ('batch'), or not divided ('none'); ``num_items_in_batch`` counts ``completion_mask * tool_mask``. No per-row
 log-probabilities are in the batch when the generation round is one optimizer step and beta is 0 (the recipe):
 with them (an old policy's or a reference model's) the oracle's row would need its own, so ``check_supported``
-refuses those settings before training. One process only, as for oversampling.
+refuses those settings before any model loads. One process only, as for oversampling (launch.check_launch).
 """
 
 from __future__ import annotations
@@ -44,9 +44,8 @@ from batching import optimizer_steps_per_generation
 from chat_format import close_tool_call_turn, grpo_chat_template, render_ids, tool_call_text, tool_reply_ids
 from policies import OraclePolicy, play_episode
 from prompt import CLOSING_MESSAGE
+from training_logs import trl_advantages
 
-# TRL's own constant in its advantage (GRPOTrainer._generate_and_score_completions)
-STD_EPSILON = 1e-4
 ADVANTAGE_TOLERANCE = 0.02
 # The keys of TRL's scored batch this module knows how to rebuild a row of; any other per-row value that runs
 # along the completion (e.g. log-probabilities) would be left describing the replaced episode.
@@ -112,42 +111,28 @@ def episode_row(tokenizer: Any, messages: list[dict[str, Any]], reward: float) -
     return OracleRow(prompt_ids, completion, mask, reward)
 
 
-def group_advantages(rewards: torch.Tensor, group_size: int, scale_rewards: str) -> torch.Tensor:
-    """TRL's advantages of a batch of rewards (sum_then_normalize, every reward scorable)."""
-    groups = rewards.view(-1, group_size)
-    centred = (groups - groups.mean(dim=1, keepdim=True)).reshape(-1)
-    if scale_rewards == "none":
-        return centred
-    if scale_rewards == "group":
-        std = groups.std(dim=1, keepdim=True).expand_as(groups).reshape(-1)
-    elif scale_rewards == "batch":
-        std = rewards.std().expand_as(rewards)
-    else:
-        raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none', got {scale_rewards!r}")
-    return centred / (std + STD_EPSILON)
-
-
 def unsolved_groups(answers: Sequence[bool], group_size: int) -> list[int]:
     """The groups (indices) where no episode answered right."""
     return [start // group_size for start in range(0, len(answers), group_size)
             if not any(answers[start:start + group_size])]
 
 
-def check_supported(args: Any, world_size: int) -> None:
-    """Raise ValueError, saying what to change, for settings under which TRL's batch holds per-row
-    log-probabilities (which the oracle's row would lack) or spans several processes."""
-    if world_size > 1:
-        raise ValueError("--guide_unsolved runs in one process only (a group's rows may sit on several ranks)")
-    if getattr(args, "beta", 0.0) != 0.0:
-        raise ValueError(f"--guide_unsolved needs --beta 0 (got {args.beta}): the reference model's log-probabilities "
+def check_supported(agent: Any, grpo: Any) -> None:
+    """Raise ValueError, saying what to change, for settings under which TRL's batch holds per-row log-probabilities,
+    which the oracle's row would lack (train.py calls it before any model loads; launch.check_launch refuses
+    several processes)."""
+    if grpo.beta != 0.0:
+        raise ValueError(f"--guide_unsolved needs --beta 0 (got {grpo.beta}): the reference model's log-probabilities "
                          "of the oracle's row are not computed")
-    if getattr(args, "use_vllm", False):
+    if agent.fast_inference or grpo.use_vllm:
         raise ValueError("--guide_unsolved does not run with --fast_inference yet: vLLM's sampling log-probabilities "
                          "of the oracle's row do not exist")
-    generate_every = args.steps_per_generation * getattr(args, "num_iterations", 1)
-    if args.gradient_accumulation_steps % generate_every:
-        raise ValueError("--guide_unsolved needs each generation round to be one optimizer step (TRL then keeps no "
-                         "old log-probabilities): leave --steps_per_generation and --num_iterations at their defaults")
+    generate_every = grpo.steps_per_generation * grpo.num_iterations
+    if grpo.gradient_accumulation_steps % generate_every:
+        raise ValueError("--guide_unsolved needs every generation round to lie within one optimizer step "
+                         "(--gradient_accumulation_steps a multiple of --steps_per_generation x --num_iterations; TRL "
+                         "then keeps no old log-probabilities): leave --steps_per_generation and --num_iterations at "
+                         "their defaults")
 
 
 def replace_rows(output: dict[str, Any], replacements: dict[int, OracleRow], pad_id: int, group_size: int,
@@ -180,7 +165,7 @@ def replace_rows(output: dict[str, Any], replacements: dict[int, OracleRow], pad
         tool_mask[index] = 1
         tool_mask[index, :length] = torch.tensor(row.tool_mask, dtype=tool_mask.dtype)
         new_rewards[index] = row.reward
-    advantages = group_advantages(torch.tensor(new_rewards, dtype=torch.float32), group_size, scale_rewards)
+    advantages = torch.tensor(trl_advantages(new_rewards, group_size, scale_rewards))
     rebuilt = {**output, "completion_ids": completion_ids, "completion_mask": completion_mask,
                "advantages": advantages.to(output["advantages"])}
     if output.get("tool_mask") is not None:
@@ -229,7 +214,7 @@ class OracleGuidance:
         # Not to the last bit: a group of equal rewards gets (reward - mean) / 1e-4, a float32 mean's rounding error
         # blown up to as much as 1e-3 either way (dynamic_sampling.select_groups); a second weighted reward would
         # move whole groups' advantages by tenths.
-        expected = group_advantages(torch.tensor(rewards, dtype=torch.float32), group_size, self.scale_rewards)
+        expected = torch.tensor(trl_advantages(rewards, group_size, self.scale_rewards))
         if not torch.allclose(expected, output["advantages"].detach().float().cpu(), atol=ADVANTAGE_TOLERANCE):
             raise ValueError("the rollout logger's rewards do not give TRL's advantages; guidance needs the "
                              "environment's reward to be the only weighted reward")
@@ -250,7 +235,6 @@ class OracleGuidance:
 
     def install(self, trainer: Any) -> None:
         """Wrap this trainer's ``_generate_and_score_completions`` (training batches only)."""
-        check_supported(trainer.args, trainer.accelerator.num_processes)
         group_size = trainer.num_generations
         rounds_per_step = float(1 / optimizer_steps_per_generation(trainer.args))
         score = trainer._generate_and_score_completions

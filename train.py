@@ -81,6 +81,7 @@ from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions 
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
 from merged_generation import MergedGenerationError  # noqa: E402
 from oracle_guidance import OracleGuidance  # noqa: E402
+from oracle_guidance import check_supported as check_guidance  # noqa: E402
 from output_folders import (  # noqa: E402
     ADAPTER_DIRNAME,
     WARMUP_QUESTIONS_FILENAME,
@@ -279,8 +280,8 @@ class AgentConfig(sft.WarmupConfig):
                           "group's advantages computed again, so the group teaches the right way instead of nothing. "
                           "guide/guided_share logs the share of groups guided; --sampling informative then defers "
                           "only questions whose last group was all right. Not measured on a GPU yet. One process, "
-                          "--beta 0, no --fast_inference, a generation round of one optimizer step; not with "
-                          "--oversample_groups."},
+                          "--beta 0, no --fast_inference, generation rounds within an optimizer step (the default); "
+                          "not with --oversample_groups."},
     )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
@@ -629,6 +630,8 @@ def read_settings(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[st
     try:
         agent, grpo, explicit = parse_config(argv)
         check_launch(agent, grpo)
+        if agent.guide_unsolved:
+            check_guidance(agent, grpo)
         check_data_dir(agent.data_dir)
         curriculum = [] if agent.phase == sft.PHASE_NAME else load_curriculum(agent.curriculum)
         if curriculum:  # a --phase the curriculum lacks is refused before embedded mode fetches

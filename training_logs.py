@@ -26,7 +26,7 @@ import json
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,29 +90,39 @@ class ShapingOnlyShares:
 
 def shaping_only_shares(rewards: list[float], correct: list[bool], group_size: int,
                         scale_rewards: str) -> ShapingOnlyShares:
-    """The shares above, with TRL 1.15's advantage: reward minus its group's mean, divided by the group's standard
-    deviation ('group'), the whole batch's ('batch') or by nothing ('none'), plus 1e-4."""
-    batch_std = _stdev(rewards)
-
-    def divisor(group_rewards: list[float]) -> float:
-        if scale_rewards == "none":
-            return 1.0
-        return (batch_std if scale_rewards == "batch" else _stdev(group_rewards)) + 1e-4
-
-    groups = list(zip(_prompt_groups(rewards, group_size), _prompt_groups(correct, group_size), strict=True))
+    """The shares above, with TRL 1.15's advantages (``trl_advantages``)."""
+    advantages = trl_advantages(rewards, group_size, scale_rewards)
+    groups = list(zip(_prompt_groups(rewards, group_size), _prompt_groups(correct, group_size),
+                      _prompt_groups(advantages, group_size), strict=True))
     weight_all = weight_shaping_only = 0.0
     shaping_only = 0
-    for group_rewards, group_correct in groups:
+    for group_rewards, group_correct, group_advantages in groups:
         if max(group_rewards) - min(group_rewards) < SPREAD_EPSILON:
             continue  # no spread, no advantage
-        centre = statistics.fmean(group_rewards)
-        weight = sum(abs(reward - centre) for reward in group_rewards) / divisor(group_rewards)
+        weight = sum(abs(advantage) for advantage in group_advantages)
         weight_all += weight
         if all(group_correct) or not any(group_correct):
             shaping_only += 1
             weight_shaping_only += weight
     return ShapingOnlyShares(shaping_only / len(groups) if groups else 0.0,
                              weight_shaping_only / weight_all if weight_all else 0.0)
+
+
+def trl_advantages(rewards: Sequence[float], group_size: int, scale_rewards: str) -> list[float]:
+    """TRL 1.15's advantage of each reward (GRPOTrainer._generate_and_score_completions, every reward scorable): the
+    reward minus its group's mean, divided by the group's standard deviation plus 1e-4 ('group'), the whole
+    batch's plus 1e-4 ('batch'), or not divided ('none')."""
+    if scale_rewards not in ("group", "batch", "none"):
+        raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none', got {scale_rewards!r}")
+    rewards = list(rewards)
+    batch_std = _stdev(rewards)
+    advantages: list[float] = []
+    for group in _prompt_groups(rewards, group_size):
+        centre = statistics.fmean(group)
+        divisor = (1.0 if scale_rewards == "none"
+                   else (batch_std if scale_rewards == "batch" else _stdev(group)) + 1e-4)
+        advantages += [(reward - centre) / divisor for reward in group]
+    return advantages
 
 
 def _stdev(values: list[float]) -> float:

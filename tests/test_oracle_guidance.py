@@ -17,17 +17,18 @@ import sft  # noqa: E402
 from agent_env import SQLEnv  # noqa: E402
 from chat_format import masked_chat_template, prepare_tokenizer  # noqa: E402
 from fewshot import build_fewshot_prompt  # noqa: E402
+from launch import check_launch  # noqa: E402
 from oracle_guidance import (  # noqa: E402
     OracleGuidance,
     OracleRow,
     check_supported,
     episode_row,
-    group_advantages,
     oracle_messages,
     replace_rows,
     unsolved_groups,
 )
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
+from training_logs import trl_advantages  # noqa: E402
 from tests.test_train import ScriptedAgent, read_jsonl  # noqa: E402
 
 
@@ -66,6 +67,10 @@ def test_the_oracle_row_is_the_warmups_rendering_with_the_models_tokens_marked(t
 
 
 # --- advantages ----------------------------------------------------------------------------------
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, scale_rewards: str) -> torch.Tensor:
+    return torch.tensor(trl_advantages(rewards.tolist(), group_size, scale_rewards))
 
 
 def test_advantages_follow_trls_formula_per_scale() -> None:
@@ -161,17 +166,26 @@ def test_rewards_that_do_not_give_trls_advantages_stop_guidance() -> None:
 
 
 def test_settings_with_per_row_log_probabilities_are_refused() -> None:
+    agent = SimpleNamespace(fast_inference=False, guide_unsolved=True, oversample_groups=0, phase="easy",
+                            backend="transformers")
     good = SimpleNamespace(beta=0.0, use_vllm=False, steps_per_generation=4, num_iterations=1,
-                           gradient_accumulation_steps=4)
-    check_supported(good, world_size=1)
-    with pytest.raises(ValueError, match="one process"):
-        check_supported(good, world_size=2)
+                           gradient_accumulation_steps=4, world_size=1, deepspeed=None)
+    check_supported(agent, good)
+    check_launch(agent, good)
+    with pytest.raises(ValueError, match="--guide_unsolved runs in one process"):
+        check_launch(agent, SimpleNamespace(**{**vars(good), "world_size": 2}))
     with pytest.raises(ValueError, match="--beta 0"):
-        check_supported(SimpleNamespace(**{**vars(good), "beta": 0.04}), 1)
+        check_supported(agent, SimpleNamespace(**{**vars(good), "beta": 0.04}))
     with pytest.raises(ValueError, match="--fast_inference"):
-        check_supported(SimpleNamespace(**{**vars(good), "use_vllm": True}), 1)
-    with pytest.raises(ValueError, match="one optimizer step"):
-        check_supported(SimpleNamespace(**{**vars(good), "gradient_accumulation_steps": 6}), 1)
+        check_supported(SimpleNamespace(**{**vars(agent), "fast_inference": True}), good)
+    with pytest.raises(ValueError, match="within one optimizer step"):
+        check_supported(agent, SimpleNamespace(**{**vars(good), "gradient_accumulation_steps": 6}))
+
+
+def test_guidance_with_a_reference_model_is_refused_before_any_model_loads(tmp_path: Path) -> None:
+    with pytest.raises(train.SetupError, match="--guide_unsolved needs --beta 0"):
+        train.main(["--output_dir", str(tmp_path / "out"), "--guide_unsolved", "--beta", "0.04"])
+    assert not (tmp_path / "out").exists()
 
 
 def test_guidance_and_oversampling_together_are_refused_before_any_model_loads(tmp_path: Path) -> None:
