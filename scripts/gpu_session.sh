@@ -98,11 +98,13 @@ convert15() {  # the 1.5B from its 19 pieces, once per machine, timed (issue 30 
       --no-progress > "$out/convert15.log" 2>&1 && echo "converted /tmp/q15"
   fi
 }
+random17() {  # the random-weight model of Qwen3-1.7B's shape, once per machine
+  [ -f /tmp/q17/config.json ] || python3 models.py random --size 1.7b --out /tmp/q17 > "$out/q17.log" 2>&1
+}
 prepare_model() {  # the model MODEL names, converted (or built) when this machine has not yet
   case "$model_dir" in
     /tmp/q15) convert15 ;;
-    /tmp/q17) [ -f /tmp/q17/config.json ] ||
-                python3 models.py random --size 1.7b --out /tmp/q17 > "$out/q17.log" 2>&1 ;;
+    /tmp/q17) random17 ;;
     *) convert ;;
   esac
 }
@@ -232,7 +234,7 @@ case "$stage" in
     grep -vE "^\{" "$out/decode_step.log" | tail -60
     ;;
   memory17)
-    [ -f /tmp/q17/config.json ] || python3 models.py random --size 1.7b --out /tmp/q17 > "$out/q17.log" 2>&1
+    random17
     python3 benchmarks/gpu_backends.py --model /tmp/q17 --backends unsloth \
       --variants ${VARIANTS:-stop+graphs+cap+grouped+merged} \
       --steps "${STEPS:-2}" --max-completion-length 1024 --prompts-per-step "$@" --micro-batch 6 \
@@ -241,7 +243,7 @@ case "$stage" in
     ;;
   phase)
     # A short train.py phase on the carried model with the flags given (a new lever's first run under Unsloth, e.g.
-    # MODEL=1.5b ... phase --phase mixed --max_steps 4 --guide_unsolved): its summary and notes, metrics.jsonl back.
+    # MODEL=random1.7b ... phase --phase easy --max_steps 3 --guide_unsolved): its summary and notes, metrics.jsonl back.
     prepare_model
     rm -rf /tmp/phase
     python3 train.py --model "$model_dir" --data_dir /tmp/spider --output_dir /tmp/phase --report_to none \
