@@ -540,19 +540,34 @@ def run_arm(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed: i
     return entry
 
 
+def recorded_steps(run: dict[str, Any]) -> int | None:
+    """The optimizer steps a recorded GRPO run trained (its train.py command's ``--max_steps``); None for others."""
+    for command in run.get("commands", []):
+        words = command.split()
+        if words[:2] == ["python", "train.py"] and "--max_steps" in words[:-1]:
+            return int(words[words.index("--max_steps") + 1])
+    return None
+
+
 def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str | None, *, evaluate: bool,
-                     training_times: int = 1) -> tuple[float, int, str] | None:
+                     training_times: int = 1, steps: int | None = None) -> tuple[float, int, str] | None:
     """What one run of ``arm`` took in the sessions recorded in ``results`` (runs and superseded ones of that scale
-    and model): the median training time (``training_times`` over: an arm of that many passes timed from its
-    one-pass twin), plus the median eval time where it is evaluated (the arm's own evaluated runs, else every
-    evaluated run of the scale). Returns (seconds, runs it is the median of, their devices), or None where the arm
-    never ran at that scale. The recorded runs' step counts are assumed."""
+    and model): the median training time, plus the median eval time where it is evaluated (the arm's own evaluated
+    runs, else every evaluated run of the scale). Given ``steps``, a GRPO run's training time is scaled from the steps
+    it ran to ``steps``; otherwise (or where a run's steps are not in its command) ``training_times`` over: an arm of
+    that many passes timed from its one-pass twin. Returns (seconds, runs it is the median of, their devices), or
+    None where the arm never ran at that scale."""
     every = [*results["runs"].values(), *results.get("superseded", {}).values()]
     alike = [run for run in every if run.get("scale") == scale and (model is None or run.get("model_name") == model)]
     own = [run for run in alike if run["arm"] == arm and "train_seconds" in run]
     if not own:
         return None
-    seconds = statistics.median(run["train_seconds"] for run in own) * training_times
+
+    def training(run: dict[str, Any]) -> float:
+        ran = recorded_steps(run)
+        return run["train_seconds"] * (steps / ran if steps and ran else training_times)
+
+    seconds = statistics.median(training(run) for run in own)
     if evaluate:
         evaluated = [run for run in own if run.get("evals")] or [run for run in alike
                                                                   if run.get("evals") and "train_seconds" in run]
@@ -574,25 +589,28 @@ def ablation_chain(arm: Arm) -> list[str]:
     return chain
 
 
-def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[str], seeds: list[int], scale: str,
+def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[str], seeds: list[int], scale: Scale,
                    model: str | None) -> None:
-    """How long the asked arms should take, from the times recorded for them: to plan what fits a GPU session."""
+    """How long the asked arms should take, from the times recorded for them (a GRPO arm's training scaled to the
+    steps it would run now, --steps and --mixed-steps included): to plan what fits a GPU session."""
     total, unknown = 0.0, []
     for name in arms:
         # An arm never run is timed as the arm it changes one setting of (its ablation's full setting, or that one's,
         # and so on, as long as they run as many steps), or as its one-pass twin with the training times its passes.
         arm, twin = ARMS[name], one_pass_of(ARMS[name])
+        steps = steps_for(arm, scale) if arm.phase not in (None, "sft") else None
         candidates = ((name, 1), *((ablated, 1) for ablated in ablation_chain(arm)), (twin, arm.steps_times))
         timed = [(candidate, recorded) for candidate, times in candidates if candidate is not None
-                 if (recorded := recorded_seconds(results, candidate, scale, model, evaluate=name not in train_only,
-                                                  training_times=times)) is not None]
+                 if (recorded := recorded_seconds(results, candidate, scale.name, model, evaluate=name not in train_only,
+                                                  training_times=times, steps=steps)) is not None]
         if not timed:
             unknown.append(name)
-            print(f"[estimate] {name}: never run at scale {scale}, nor an arm it ablates", flush=True)
+            print(f"[estimate] {name}: never run at scale {scale.name}, nor an arm it ablates", flush=True)
             continue
         timed_as, (seconds, runs, devices) = timed[0]
         total += seconds * len(seeds)
         passes = f", its training x{arm.steps_times}" if timed_as == twin else ""
+        passes += f", for {steps} steps" if steps else ""
         print(f"[estimate] {name}: {seconds:.0f} s a seed{'' if name not in train_only else ' (trained only)'} "
               f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}{passes}; {devices})",
               flush=True)
@@ -694,8 +712,15 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as error:
                 parser.error(f"--add-heldout: {error}")
         save_results(arguments.results, results)
+    scale = SCALES[arguments.scale]
+    if arguments.steps is not None:
+        scale = replace(scale, easy_steps=arguments.steps, mixed_steps=arguments.steps)
+    if arguments.mixed_steps is not None:
+        scale = replace(scale, mixed_steps=arguments.mixed_steps)
+    if arguments.eval_generation is not None:
+        scale = replace(scale, eval_generation=arguments.eval_generation)
     if arguments.estimate:
-        print_estimate(results, arguments.arms, arguments.train_only, arguments.seeds, arguments.scale,
+        print_estimate(results, arguments.arms, arguments.train_only, arguments.seeds, scale,
                        model_name(arguments.model) if arguments.model is not None else None)
         return 0
     if arguments.report_only or arguments.merge or arguments.add_heldout:
@@ -707,13 +732,6 @@ def main(argv: list[str] | None = None) -> int:
                      "--out DIR)")
     if mixed := models_besides(results, [{"model_name": model_name(arguments.model)}]):
         parser.error(f"{arguments.results} holds runs of another model ({' and '.join(mixed)}); {own_files}")
-    scale = SCALES[arguments.scale]
-    if arguments.steps is not None:
-        scale = replace(scale, easy_steps=arguments.steps, mixed_steps=arguments.steps)
-    if arguments.mixed_steps is not None:
-        scale = replace(scale, mixed_steps=arguments.mixed_steps)
-    if arguments.eval_generation is not None:
-        scale = replace(scale, eval_generation=arguments.eval_generation)
     if (arguments.data_dir / "train_spider.json").is_file() and not (arguments.data_dir / "dev.json").is_file():
         data = split_by_database(arguments.data_dir, arguments.work, held_out_databases())
     else:

@@ -347,7 +347,7 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     argv = [*argv[:argv.index("--arms")], "--arms", "mixed-informative-sft4x-lr5e-5-direct-2epochs"]
     assert learning_proof.main(argv) == 0
     assert ("mixed-informative-sft4x-lr5e-5-direct-2epochs: 650 s a seed (median of 1 run(s) of "
-            "mixed-informative-sft4x-lr5e-5-direct, its training x2; H100)") in capsys.readouterr().out
+            "mixed-informative-sft4x-lr5e-5-direct, its training x2, for 118 steps; H100)") in capsys.readouterr().out
     # An arm whose ablation never ran either: the next arm down the chain that ran as many steps.
     results["runs"]["mixed-informative-sft4x-lr5e-5-direct-fresh-2x/seed1/epoch"] = run(
         "mixed-informative-sft4x-lr5e-5-direct-fresh-2x", 600.0, 50.0)
@@ -355,9 +355,16 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     argv = [*argv[:argv.index("--arms")], "--arms", "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"]
     assert learning_proof.main(argv) == 0
     assert ("mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x: 650 s a seed (median of 1 run(s) of "
-            "mixed-informative-sft4x-lr5e-5-direct-fresh-2x; H100)") in capsys.readouterr().out
+            "mixed-informative-sft4x-lr5e-5-direct-fresh-2x, for 118 steps; H100)") in capsys.readouterr().out
     assert learning_proof.ablation_chain(proof_arms.ARMS["mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"]) == [
         "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x", "mixed-informative-sft4x-lr5e-5-direct-fresh-2x"]
+    # A run whose command says its steps is timed per step: --mixed-steps 15 asks this two-pass arm for 30 of its 60.
+    results["runs"]["mixed-informative-sft4x-lr5e-5-direct-fresh-2x/seed1/epoch"]["commands"] = [
+        "python train.py --phase mixed --max_steps 60 --seed 1", "python -m eval --checkpoint x"]
+    learning_proof.save_results(path, results)
+    assert learning_proof.main([*argv, "--mixed-steps", "15"]) == 0
+    assert ("mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x: 350 s a seed (median of 1 run(s) of "
+            "mixed-informative-sft4x-lr5e-5-direct-fresh-2x, for 30 steps; H100)") in capsys.readouterr().out
 
 
 def test_the_fresh_two_pass_arm_draws_twice_the_unseen_questions_for_one_pass_of_as_many_steps() -> None:
