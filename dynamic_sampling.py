@@ -29,6 +29,9 @@ What TRL 1.15 does that this relies on (trl/trainer/grpo_trainer.py, GRPOTrainer
 - What TRL computes per row before it returns (the old and reference log-probs, in the runs that need them: beta
   above 0, or a generation batch reused across optimizer steps) it computes for the extra rows too.
 
+With oracle guidance (--guide_unsolved, oracle_guidance.py) the wrapped call is guidance's: every generated group
+is guided first, and ``answers_of`` counts an oracle's row right, so a guided group is chosen as one that differs.
+
 Every generated episode goes through the reward functions, so rollouts.jsonl, the episode/* metrics and the
 informative sampler's history (training_logs.RolloutLogger.episode_metrics -> sampling.InformativeSampler.record)
 see the dropped groups too. One process only: under several, TRL gathers the rewards of groups spread across ranks,

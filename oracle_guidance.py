@@ -27,6 +27,11 @@ What it relies on in TRL's scored batch (see dynamic_sampling.py for the rest): 
 log-probabilities are in the batch when the generation round is one optimizer step and beta is 0 (the recipe):
 with them (an old policy's or a reference model's) the oracle's row would need its own, so ``check_supported``
 refuses those settings before any model loads. One process only, as for oversampling (launch.check_launch).
+
+With oversampling (dynamic_sampling.py, installed around guidance) every generated group, the extra ones too, is
+guided before the round's groups are chosen: a guided group has advantages that differ, and
+``answers_after_guidance`` counts its oracle row right, so under either group signal it is chosen beside the groups
+whose own episodes differ, before groups all right. guide/* counts the generated groups, oversample/* the trained.
 """
 
 from __future__ import annotations
@@ -194,6 +199,15 @@ class OracleGuidance:
         self.answers_of = answers_of
         self.scale_rewards = scale_rewards
         self._played: dict[str, OracleRow] = {}
+        self.last_guided_rows: list[int] = []  # the rows of the round last scored that hold an oracle episode
+
+    def answers_after_guidance(self) -> list[bool]:
+        """Whether each row of the round last scored answered right, an oracle's row counted right: what the
+        oversampler (dynamic_sampling.py), installed around guidance, chooses groups by."""
+        answers = list(self.answers_of())
+        for index in self.last_guided_rows:
+            answers[index] = True
+        return answers
 
     def oracle_row(self, row: dict[str, Any]) -> OracleRow:
         """The oracle's row for a dataset row, played once per question and system prompt (questions come back)."""
@@ -207,6 +221,7 @@ class OracleGuidance:
                       max_length: int | None = None) -> tuple[dict[str, Any], int]:
         """The scored batch with each unsolved group's last row replaced (where the oracle's completion fits
         ``max_length`` tokens), and how many groups were."""
+        self.last_guided_rows = []
         answers, rewards = self.answers_of(), self.rewards_of()
         if len(answers) != len(inputs) or len(rewards) != len(inputs):
             raise ValueError(f"{len(answers)} answers and {len(rewards)} rewards for {len(inputs)} scored rows")
@@ -230,6 +245,7 @@ class OracleGuidance:
             replacements[index] = oracle
         if not replacements:
             return output, 0
+        self.last_guided_rows = sorted(replacements)
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         return replace_rows(output, replacements, pad_id, group_size, self.scale_rewards, rewards), len(replacements)
 

@@ -280,8 +280,10 @@ class AgentConfig(sft.WarmupConfig):
                           "group's advantages computed again, so the group teaches the right way instead of nothing. "
                           "guide/guided_share logs the share of groups guided; --sampling informative then defers "
                           "only questions whose last group was all right. Not measured on a GPU yet. One process, "
-                          "--beta 0, no --fast_inference, generation rounds within an optimizer step (the default); "
-                          "not with --oversample_groups."},
+                          "--beta 0, no --fast_inference, generation rounds within an optimizer step (the default). "
+                          "With --oversample_groups, every generated group is guided first, so that a guided group "
+                          "counts as one with spread (and, for --group_signal answers, as one with a right answer) "
+                          "when the round's groups are chosen."},
     )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
@@ -328,9 +330,6 @@ class AgentConfig(sft.WarmupConfig):
         if self.oversample_groups < 0:
             raise ValueError(f"--oversample_groups is a number of extra prompt groups a generation round (0: off), "
                              f"got {self.oversample_groups}")
-        if self.guide_unsolved and self.oversample_groups:
-            raise ValueError("--guide_unsolved and --oversample_groups each rebuild TRL's scored batch; give one "
-                             "of the two")
         if self.lora_rank < 1:
             raise ValueError(f"--lora_rank must be at least 1, got {self.lora_rank}")
         if self.merged_generation is True and self.fast_inference:
@@ -554,13 +553,17 @@ def build_trainer(
     if informative:
         sampler = rollout_logger.sampler
         trainer._get_train_sampler = lambda *args, **kwargs: sampler  # TRL builds its data loader from this
+    guidance = None
+    if agent.guide_unsolved:  # installed first, so that the oversampler around it chooses among guided groups
+        guidance = OracleGuidance(tokenizer, environment_factory, lambda: rollout_logger.last_rewards,
+                                  lambda: rollout_logger.last_answers, grpo.scale_rewards)
+        guidance.install(trainer)
     if agent.oversample_groups:  # the extra questions, too, skip those the informative sampler would defer
         would_defer = rollout_logger.sampler.should_defer if informative else None
-        GroupOversampler(agent.oversample_groups, grpo.seed, would_defer, lambda: rollout_logger.last_answers,
-                         agent.group_signal).install(trainer)
-    if agent.guide_unsolved:
-        OracleGuidance(tokenizer, environment_factory, lambda: rollout_logger.last_rewards,
-                       lambda: rollout_logger.last_answers, grpo.scale_rewards).install(trainer)
+        answers_of = (guidance.answers_after_guidance if guidance is not None
+                      else lambda: rollout_logger.last_answers)
+        GroupOversampler(agent.oversample_groups, grpo.seed, would_defer, answers_of, agent.group_signal).install(
+            trainer)
     return trainer
 
 

@@ -188,10 +188,21 @@ def test_guidance_with_a_reference_model_is_refused_before_any_model_loads(tmp_p
     assert not (tmp_path / "out").exists()
 
 
-def test_guidance_and_oversampling_together_are_refused_before_any_model_loads(tmp_path: Path) -> None:
-    with pytest.raises(train.SetupError, match="--guide_unsolved and --oversample_groups"):
-        train.main(["--output_dir", str(tmp_path / "out"), "--guide_unsolved", "--oversample_groups", "2"])
-    assert not (tmp_path / "out").exists()
+def test_the_oversampler_sees_an_oracle_row_as_a_right_answer() -> None:
+    inputs = [{"question": "q1"}] * 2 + [{"question": "q2"}] * 2
+    guide = guidance([0.0, 0.0, 1.0, 0.0], [False, False, True, False], OracleRow([5, 6], [10, 11], [1, 1], 1.0))
+    batch = {**scored_batch(), "advantages": group_advantages(torch.tensor([0.0, 0.0, 1.0, 0.0]), 2, "group")}
+    assert guide.answers_after_guidance() == [False, False, True, False]  # nothing guided yet
+    guide.guided_output(inputs, batch, group_size=2)
+    assert guide.last_guided_rows == [1]
+    assert guide.answers_after_guidance() == [False, True, True, False]
+    assert guide.answers_of() == [False, False, True, False]  # what the episodes did, for the sampler, unchanged
+    # A round with nothing to guide leaves no row marked from the round before.
+    solved = guidance([1.0, 0.0, 1.0, 0.0], [True, False, True, False], OracleRow([5, 6], [10], [1], 1.0))
+    solved.last_guided_rows = [1]
+    solved.guided_output(inputs, {**batch, "advantages": group_advantages(torch.tensor([1.0, 0.0, 1.0, 0.0]), 2,
+                                                                          "group")}, group_size=2)
+    assert solved.last_guided_rows == [] and solved.answers_after_guidance() == [True, False, True, False]
 
 
 # --- a real run ----------------------------------------------------------------------------------
@@ -238,3 +249,49 @@ def agent_tokenizer(folder: Path) -> Any:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(folder)
+
+
+class FirstQuestionRightAgent(ScriptedAgent):
+    """Answers right every time on the first question it meets and wrong on every other: one group of a round all
+    right, the other all wrong."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.right_question: str | None = None
+
+    def turn(self, text: str, generation: int) -> str:
+        user_message = text.split("<|im_start|>user", 1)[1]
+        question = next(q for q in self.gold if q in user_message)
+        self.right_question = self.right_question or question
+        return super().turn(text, 0 if question == self.right_question else 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal", ["reward", "answers"])
+def test_with_oversampling_the_guided_group_is_trained_before_the_solved_one(tmp_path: Path, tiny_model_dir: Path,
+                                                                             signal: str) -> None:
+    # A round asks for one group and generates two (--oversample_groups 1): one all right, one all wrong. Plain
+    # oversampling has no group with spread and keeps the first; with guidance the all-wrong group is guided first
+    # and is the one trained.
+    agent = FirstQuestionRightAgent()
+    trained: list[dict[str, Any]] = []
+    argv = ["--output_dir", str(tmp_path), "--model", str(tiny_model_dir), "--max_questions", "2",
+            "--num_generations", "2", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "1",
+            "--max_completion_length", "1536", "--save_strategy", "no", "--report_to", "none", "--phase", "easy",
+            "--max_steps", "2", "--learning_rate", "1e-3", "--guide_unsolved", "--oversample_groups", "1",
+            "--group_signal", signal, "--sampling", "plain"]
+    train.main(argv, before_train=lambda trainer: agent.install_capturing(trainer, trained))
+    steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
+    assert len(steps) == 2 == len(trained)
+    tokenizer = agent_tokenizer(tiny_model_dir)
+    for output, step in zip(trained, steps, strict=True):
+        assert step["episode/accuracy"] == 0.5  # what was generated: one group right, one wrong
+        assert step["guide/guided_groups"] == 1 and step["guide/guided_share"] == 0.5  # of the generated groups
+        assert step["oversample/generated_groups"] == 2 and step["oversample/trained_zero_advantage_share"] == 0.0
+        assert len(output["advantages"]) == 2
+        advantages = output["advantages"].tolist()
+        assert advantages[0] < 0 < advantages[1]  # the wrong episode, then the oracle's
+        texts = [tokenizer.decode(ids[mask.bool()]) for ids, mask in zip(output["completion_ids"],
+                                                                          output["completion_mask"], strict=True)]
+        assert "certainly wrong" in texts[0] and "certainly wrong" not in texts[1]
+        assert step["grad_norm"] > 0.0
