@@ -200,6 +200,7 @@ class OracleGuidance:
         self.scale_rewards = scale_rewards
         self._played: dict[str, OracleRow] = {}
         self.last_guided_rows: list[int] = []  # the rows of the round last scored that hold an oracle episode
+        self.last_too_long = 0  # the round's unsolved groups left as they were: the oracle's episode did not fit
 
     def answers_after_guidance(self) -> list[bool]:
         """Whether each row of the round last scored answered right, an oracle's row counted right: what the
@@ -221,7 +222,7 @@ class OracleGuidance:
                       max_length: int | None = None) -> tuple[dict[str, Any], int]:
         """The scored batch with each unsolved group's last row replaced (where the oracle's completion fits
         ``max_length`` tokens), and how many groups were."""
-        self.last_guided_rows = []
+        self.last_guided_rows, self.last_too_long = [], 0
         answers, rewards = self.answers_of(), self.rewards_of()
         if len(answers) != len(inputs) or len(rewards) != len(inputs):
             raise ValueError(f"{len(answers)} answers and {len(rewards)} rewards for {len(inputs)} scored rows")
@@ -238,6 +239,7 @@ class OracleGuidance:
             index = group * group_size + group_size - 1
             oracle = self.oracle_row(inputs[index])
             if max_length is not None and len(oracle.completion_ids) > max_length:
+                self.last_too_long += 1
                 continue
             if oracle.prompt_ids != unpadded_prompt(output, index):
                 raise ValueError(f"the oracle's prompt for {inputs[index]['question']!r} renders to other tokens than "
@@ -264,6 +266,7 @@ class OracleGuidance:
             metrics = trainer._metrics["train"]
             metrics["guide/guided_groups"].append(count * rounds_per_step)
             metrics["guide/guided_share"].append(count / (len(inputs) // group_size))
+            metrics["guide/too_long_groups"].append(self.last_too_long * rounds_per_step)
             return guided
 
         trainer._generate_and_score_completions = score_with_guidance

@@ -407,14 +407,21 @@ def report_run(out_dir: Path, log_history: list[dict[str, Any]], totals: RunTota
 
 
 def guidance_summary(log_history: list[dict[str, Any]]) -> str | None:
-    """How many groups --guide_unsolved gave the oracle's episode (None for a run without it): the generated
-    episodes above count the model's own episodes only."""
+    """How many groups --guide_unsolved gave the oracle's episode, and how many it could not, their oracle episode
+    longer than --max_completion_length (a WARNING where it guided none for that reason); None for a run without
+    it. The generated episodes above count the model's own episodes only."""
     guided = [entry["guide/guided_groups"] for entry in log_history if "guide/guided_groups" in entry]
     shares = [entry["guide/guided_share"] for entry in log_history if "guide/guided_share" in entry]
+    too_long = sum(entry.get("guide/too_long_groups", 0.0) for entry in log_history)
     if not guided:
         return None
-    return (f"oracle guidance: {sum(guided):.0f} all-wrong groups trained on the oracle's episode in one row, "
+    line = (f"oracle guidance: {sum(guided):.0f} all-wrong groups trained on the oracle's episode in one row, "
             f"{statistics.fmean(shares):.0%} of the groups of a step on average")
+    if round(too_long):
+        line += f"; {too_long:.0f} all-wrong groups left unguided, their oracle episode longer than --max_completion_length"
+        if not round(sum(guided)):
+            line = "WARNING: " + line + " (raise it to guide them)"
+    return line
 
 
 def write_run_config(out_dir: Path, agent: Any, grpo: Any, **parts: Any) -> Path:

@@ -703,7 +703,10 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("mixed-informative-sft4x-lr5e-5-direct-fresh-2x", "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x"),
                ("sft-4x", "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"),
                ("mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x",
-                "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"))
+                "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"),
+               ("sft-4x", "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x"),
+               ("mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x",
+                "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x"))
 
 
 def _arm_pairs(results: dict[str, Any]) -> list[tuple[str, str]]:

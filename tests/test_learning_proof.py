@@ -417,6 +417,13 @@ def test_the_guided_arm_adds_only_oracle_guidance_to_the_all_classes_one() -> No
     assert lever_of(guided.name) == "--guide_unsolved"
     agent, _, _ = train.parse_config(argv)
     assert agent.guide_unsolved and not agent.oversample_groups
+    # The oversampled arm adds only --oversample_groups 8 to the guided one.
+    oversampled = proof_arms.ARMS["mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x"]
+    assert oversampled.ablates == guided.name and lever_of(oversampled.name) == "--oversample_groups 8"
+    argv = learning_proof.train_argv(replace(oversampled, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work,
+                                     30)
+    agent, _, _ = train.parse_config(argv)
+    assert agent.guide_unsolved and agent.oversample_groups == 8 and agent.max_questions == 934
 
 
 def test_runs_of_another_model_go_to_their_own_results_file(tmp_path: Path) -> None:
@@ -575,6 +582,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-informative-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
                         "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
                         "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
+                        "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",

@@ -150,7 +150,7 @@ def test_only_unsolved_groups_are_guided_and_a_mismatched_prompt_stops_guidance(
     assert count == 1 and guided["completion_ids"][1, :2].tolist() == [10, 11]
     assert torch.equal(guided["completion_ids"][2:], batch["completion_ids"][2:])
     # an oracle episode longer than the completion budget is left out
-    assert guide.guided_output(inputs, batch, group_size=2, max_length=1)[1] == 0
+    assert guide.guided_output(inputs, batch, group_size=2, max_length=1)[1] == 0 and guide.last_too_long == 1
     mismatched = guidance([0.0, 0.0, 1.0, 0.0], [False, False, True, False], OracleRow([5, 7], [10], [1], 1.0))
     with pytest.raises(ValueError, match="renders to other tokens"):
         mismatched.guided_output(inputs, batch, group_size=2)

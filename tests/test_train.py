@@ -1131,6 +1131,14 @@ def test_a_guided_run_says_how_many_groups_trained_on_the_oracles_episode() -> N
     assert guidance_summary(steps) == ("oracle guidance: 4 all-wrong groups trained on the oracle's episode in one "
                                        "row, 12% of the groups of a step on average")
     assert guidance_summary([{"loss": 0.1}]) is None
+    # Unsolved groups whose oracle episode does not fit the completion budget are counted, and a run that could
+    # guide none of its unsolved groups for that reason is warned.
+    cut = [{**step, "guide/too_long_groups": 2.0} for step in steps if "guide/guided_groups" in step]
+    assert guidance_summary(cut).endswith("; 4 all-wrong groups left unguided, their oracle episode longer than "
+                                          "--max_completion_length")
+    none = [{"guide/guided_groups": 0.0, "guide/guided_share": 0.0, "guide/too_long_groups": 9.0}]
+    assert str(guidance_summary(none)).startswith("WARNING: oracle guidance: 0 all-wrong groups")
+    assert str(guidance_summary(none)).endswith("(raise it to guide them)")
 
 
 def test_a_run_whose_advantages_went_mostly_to_shaping_differences_says_so() -> None:
