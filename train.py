@@ -270,7 +270,10 @@ class AgentConfig(sft.WarmupConfig):
                           "and rollout/episodes_per_s count every generated group; oversample/* what was trained on. "
                           "0: off. At 8 on an H200 (real 0.5B, docs/gpu.md 2026-12-04): 8%% of trained groups "
                           "without spread against 36%% plain, 1.27x the step time, and +0.3 points held-out over plain "
-                          "sampling from the same easy adapter (seed 26). One process only."},
+                          "sampling from the same easy adapter (seed 26). Counted a round: at the default 4 rounds a "
+                          "step, 8 is 32 extra groups a step (3x the generation; 27.3 GiB reserved on the 1.7B-shaped "
+                          "random model against 13.6 GiB without, docs/gpu.md 2026-12-07: over an L4's 22.5), 2 is 8 "
+                          "a step. One process only."},
     )
     guide_unsolved: bool = field(
         default=False,
@@ -279,7 +282,8 @@ class AgentConfig(sft.WarmupConfig):
                           "(describe the gold tables, run the gold query, answer), scored by the environment, and the "
                           "group's advantages computed again, so the group teaches the right way instead of nothing. "
                           "guide/guided_share logs the share of groups guided; --sampling informative then defers "
-                          "only questions whose last group was all right. Not measured on a GPU yet. One process, "
+                          "only questions whose last group was all right. Runs under Unsloth at 1.02x the step "
+                          "(docs/gpu.md 2026-12-07); what it teaches a real model is not yet measured. One process, "
                           "--beta 0, no --fast_inference, generation rounds within an optimizer step (the default). "
                           "With --oversample_groups, every generated group is guided first, so that a guided group "
                           "counts as one with spread (and, for --group_signal answers, as one with a right answer) "

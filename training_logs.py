@@ -502,7 +502,7 @@ def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
     guided = any("guide/guided_share" in entry for entry in log_history)
     if unsolved is not None and unsolved.share > UNSOLVED_GROUPS_NOTE_SHARE and not guided:
         advice += (f". {unsolved.share:.0%} were all wrong: --guide_unsolved trains such a group on the oracle's "
-                   "episode in one of its rows (oracle_guidance.py; not yet measured on a GPU)")
+                   "episode in one of its rows (oracle_guidance.py; what it teaches a real model is not yet measured)")
     return (f"NOTE: {tail.share:.0%} of the groups trained on in the last {tail.steps} of {tail.of_steps} steps scored "
             f"alike (all right or all wrong), so they gave no gradient; {advice}")
 
