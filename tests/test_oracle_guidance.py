@@ -208,6 +208,21 @@ def test_the_oversampler_sees_an_oracle_row_as_a_right_answer() -> None:
 # --- a real run ----------------------------------------------------------------------------------
 
 
+def two_steps(agent: ScriptedAgent, output_dir: Path, model_dir: Path, *flags: str,
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Two easy-phase steps of one group of 2 episodes over 2 questions, played by ``agent``: each step's logged
+    metrics and the scored batch TRL trained on."""
+    trained: list[dict[str, Any]] = []
+    argv = ["--output_dir", str(output_dir), "--model", str(model_dir), "--max_questions", "2",
+            "--num_generations", "2", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "1",
+            "--max_completion_length", "1536", "--save_strategy", "no", "--report_to", "none", "--phase", "easy",
+            "--max_steps", "2", "--learning_rate", "1e-3", *flags]
+    train.main(argv, before_train=lambda trainer: agent.install_capturing(trainer, trained))
+    steps = [entry for entry in read_jsonl(output_dir / "easy" / "metrics.jsonl") if "loss" in entry]
+    assert len(steps) == 2 == len(trained)
+    return steps, trained
+
+
 class WrongAgent(ScriptedAgent):
     """Plays every tool and answers wrong in every episode: no group has a right answer."""
 
@@ -219,17 +234,8 @@ class WrongAgent(ScriptedAgent):
 @pytest.mark.parametrize(("guided", "scale_rewards"), [(False, "group"), (True, "group"), (True, "batch")])
 def test_unsolved_groups_teach_nothing_unless_guided(tmp_path: Path, tiny_model_dir: Path, guided: bool,
                                                      scale_rewards: str) -> None:
-    agent = WrongAgent()
-    trained: list[dict[str, Any]] = []
-
-    argv = ["--output_dir", str(tmp_path), "--model", str(tiny_model_dir), "--max_questions", "2",
-            "--num_generations", "2", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "1",
-            "--max_completion_length", "1536", "--save_strategy", "no", "--report_to", "none", "--phase", "easy",
-            "--max_steps", "2", "--learning_rate", "1e-3", "--scale_rewards", scale_rewards,
-            *(["--guide_unsolved"] if guided else [])]
-    train.main(argv, before_train=lambda trainer: agent.install_capturing(trainer, trained))
-    steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
-    assert len(steps) == 2 == len(trained)
+    steps, trained = two_steps(WrongAgent(), tmp_path, tiny_model_dir, "--scale_rewards", scale_rewards,
+                               *(["--guide_unsolved"] if guided else []))
     assert all(step["episode/accuracy"] == 0.0 for step in steps)  # what was generated: all wrong
     if not guided:
         assert all(float(output["advantages"].abs().max()) == 0.0 for output in trained)
@@ -273,16 +279,8 @@ def test_with_oversampling_the_guided_group_is_trained_before_the_solved_one(tmp
     # A round asks for one group and generates two (--oversample_groups 1): one all right, one all wrong. Plain
     # oversampling has no group with spread and keeps the first; with guidance the all-wrong group is guided first
     # and is the one trained.
-    agent = FirstQuestionRightAgent()
-    trained: list[dict[str, Any]] = []
-    argv = ["--output_dir", str(tmp_path), "--model", str(tiny_model_dir), "--max_questions", "2",
-            "--num_generations", "2", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "1",
-            "--max_completion_length", "1536", "--save_strategy", "no", "--report_to", "none", "--phase", "easy",
-            "--max_steps", "2", "--learning_rate", "1e-3", "--guide_unsolved", "--oversample_groups", "1",
-            "--group_signal", signal, "--sampling", "plain"]
-    train.main(argv, before_train=lambda trainer: agent.install_capturing(trainer, trained))
-    steps = [entry for entry in read_jsonl(tmp_path / "easy" / "metrics.jsonl") if "loss" in entry]
-    assert len(steps) == 2 == len(trained)
+    steps, trained = two_steps(FirstQuestionRightAgent(), tmp_path, tiny_model_dir, "--guide_unsolved",
+                               "--oversample_groups", "1", "--group_signal", signal, "--sampling", "plain")
     tokenizer = agent_tokenizer(tiny_model_dir)
     for output, step in zip(trained, steps, strict=True):
         assert step["episode/accuracy"] == 0.5  # what was generated: one group right, one wrong
