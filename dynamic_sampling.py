@@ -48,7 +48,7 @@ from typing import Any
 
 import torch
 
-from batching import optimizer_steps_per_generation
+from batching import launched_processes, optimizer_steps_per_generation
 from sampling import SPREAD_EPSILON, dataset_question_keys
 from spider_data import question_key
 
@@ -94,6 +94,16 @@ def select_groups(advantages: torch.Tensor, group_size: int, keep: int, answers:
     kept = sorted(informative[:keep] + others[:max(0, keep - len(informative))])
     return GroupSelection(kept, len(alike), len(informative), sum(zero_advantage[group] for group in kept),
                           None if alike_answers is None else sum(alike_answers[group] for group in kept))
+
+
+def oversampling_summary(extra_groups: int, grpo: Any) -> str:
+    """What --oversample_groups adds, for the phase's log: the extra groups come on top of every generation round,
+    so a step of several rounds generates them several times over."""
+    round_groups = grpo.per_device_train_batch_size * launched_processes() * grpo.steps_per_generation // grpo.num_generations
+    per_step = extra_groups / optimizer_steps_per_generation(grpo)
+    return (f"oversampling: {extra_groups} extra prompt group{'s' * (extra_groups != 1)} a generation round of "
+            f"{round_groups}, {float(per_step):g} a step: each round generates "
+            f"{(round_groups + extra_groups) / round_groups:.2f}x the rows (and their KV-cache memory)")
 
 
 def keep_rows(output: dict[str, Any], rows: Sequence[int]) -> dict[str, Any]:

@@ -75,7 +75,7 @@ from batching import (  # noqa: E402
     phase_length,
 )
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
-from dynamic_sampling import GroupOversampler  # noqa: E402
+from dynamic_sampling import GroupOversampler, oversampling_summary  # noqa: E402
 from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
@@ -696,6 +696,8 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
         start = agent.model
     description = (f"[train] phase {phase.name}: {'+'.join(phase.hardness)}, {grpo.num_train_epochs:g} epoch(s), "
                    f"learning rate {grpo.learning_rate:g}, start from {start}\n{summary}\n  {phase_length(len(dataset), grpo)}")
+    if agent.oversample_groups:
+        description += f"\n  {oversampling_summary(agent.oversample_groups, grpo)}"
     return PhasePlan(phase, epochs_before_phase, checkpoint, dataset, fewshot, start_adapter, warmup, out_dir,
                      description)
 

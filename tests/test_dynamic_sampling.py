@@ -15,7 +15,7 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import train  # imports unsloth first, as train.py must
-from dynamic_sampling import ExtraQuestions, keep_rows, loss_tokens, select_groups
+from dynamic_sampling import ExtraQuestions, keep_rows, loss_tokens, oversampling_summary, select_groups
 from launch import check_launch
 from tests.test_train import ScriptedAgent, read_jsonl
 
@@ -210,3 +210,16 @@ def test_a_step_generates_an_extra_group_and_trains_on_the_one_with_spread(
     if sampling == "plain":
         assert sorted(max(spread for _, _, spread in visits) == 0.0 for visits in history.values()) == [False, True]
     assert re.search(r"the model made \d+ tool calls in 8 episodes", capsys.readouterr().out)
+
+
+def test_the_log_says_what_oversampling_adds_a_round_and_a_step() -> None:
+    # train.py's default step: 16 groups generated in 4 rounds of 4, so extra groups come four times a step.
+    defaults = SimpleNamespace(per_device_train_batch_size=6, gradient_accumulation_steps=16, steps_per_generation=4,
+                               num_iterations=1, num_generations=6)
+    assert oversampling_summary(8, defaults) == ("oversampling: 8 extra prompt groups a generation round of 4, 32 a "
+                                                 "step: each round generates 3.00x the rows (and their KV-cache memory)")
+    # The learning proof's step: one round of 16 groups.
+    one_round = SimpleNamespace(**{**vars(defaults), "per_device_train_batch_size": 16,
+                                   "gradient_accumulation_steps": 6, "steps_per_generation": 6})
+    assert oversampling_summary(1, one_round).startswith("oversampling: 1 extra prompt group a generation round of 16, "
+                                                         "1 a step: each round generates 1.06x")
