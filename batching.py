@@ -40,6 +40,12 @@ def episodes_per_step(grpo: Any) -> int:
     return grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps * launched_processes()
 
 
+def episodes_per_generation(grpo: Any) -> int:
+    """Completions one generation round generates for training, over every process: ``steps_per_generation``
+    micro-batches (the extra groups of --oversample_groups come on top)."""
+    return grpo.per_device_train_batch_size * launched_processes() * grpo.steps_per_generation
+
+
 def optimizer_steps_per_generation(grpo: Any) -> Fraction:
     """Optimizer steps that one generation batch trains: 1/4 where a step generates in four rounds, 3 where each
     generation batch trains three steps."""
@@ -127,7 +133,7 @@ def phase_length(questions: int, grpo: Any) -> str:
     many optimizer steps each generation batch trains, where more than one."""
     per_step = episodes_per_step(grpo)
     reuse = optimizer_steps_per_generation(grpo)
-    generated = grpo.per_device_train_batch_size * launched_processes() * grpo.steps_per_generation
+    generated = episodes_per_generation(grpo)
     if grpo.max_steps > 0:
         steps, source = grpo.max_steps, " (--max_steps)"
     else:

@@ -48,7 +48,7 @@ from typing import Any
 
 import torch
 
-from batching import launched_processes, optimizer_steps_per_generation
+from batching import episodes_per_generation, optimizer_steps_per_generation
 from sampling import SPREAD_EPSILON, dataset_question_keys
 from spider_data import question_key
 
@@ -99,7 +99,7 @@ def select_groups(advantages: torch.Tensor, group_size: int, keep: int, answers:
 def oversampling_summary(extra_groups: int, grpo: Any) -> str:
     """What --oversample_groups adds, for the phase's log: the extra groups come on top of every generation round,
     so a step of several rounds generates them several times over."""
-    round_groups = grpo.per_device_train_batch_size * launched_processes() * grpo.steps_per_generation // grpo.num_generations
+    round_groups = episodes_per_generation(grpo) // grpo.num_generations
     per_step = extra_groups / optimizer_steps_per_generation(grpo)
     return (f"oversampling: {extra_groups} extra prompt group{'s' * (extra_groups != 1)} a generation round of "
             f"{round_groups}, {float(per_step):g} a step: each round generates "

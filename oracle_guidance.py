@@ -132,8 +132,7 @@ def check_supported(agent: Any, grpo: Any) -> None:
     if agent.fast_inference or grpo.use_vllm:
         raise ValueError("--guide_unsolved does not run with --fast_inference yet: vLLM's sampling log-probabilities "
                          "of the oracle's row do not exist")
-    generate_every = grpo.steps_per_generation * grpo.num_iterations
-    if grpo.gradient_accumulation_steps % generate_every:
+    if optimizer_steps_per_generation(grpo).numerator != 1:  # a round of one optimizer step or part of one
         raise ValueError("--guide_unsolved needs every generation round to lie within one optimizer step "
                          "(--gradient_accumulation_steps a multiple of --steps_per_generation x --num_iterations; TRL "
                          "then keeps no old log-probabilities): leave --steps_per_generation and --num_iterations at "
