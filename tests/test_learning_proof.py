@@ -402,6 +402,20 @@ def test_the_all_classes_arm_of_sixty_steps_changes_only_the_classes_and_the_sig
     assert proof_arms.warm_up_of(all_classes) == proof_arms.warm_up_of(fresh_2x) == "sft-4x"
 
 
+def test_the_guided_config_file_runs_the_measured_guided_arm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """configs/mixed_guided.yaml, the README's strongest measured mixed phase, sets what the guided arm ran with."""
+    monkeypatch.chdir(EXPERIMENTS.parent)  # the file names its curriculum relative to the repo, as a user runs it
+    guided = proof_arms.ARMS["mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"]
+    from_file, grpo, _ = train.parse_config(["--phase", "mixed", "--config", "configs/mixed_guided.yaml"])
+    from_arm, arm_grpo, _ = train.parse_config(["--phase", "mixed", *guided.flags])
+    for name in ("guide_unsolved", "group_signal", "sampling", "skip_warmup_questions"):
+        assert getattr(from_file, name) == getattr(from_arm, name), name
+    assert Path(from_file.curriculum).resolve() == Path(from_arm.curriculum).resolve()
+    assert (grpo.learning_rate, grpo.scale_rewards) == (arm_grpo.learning_rate, arm_grpo.scale_rewards) == (5e-5, "batch")
+    assert from_file.guide_unsolved and load_curriculum(from_file.curriculum)[-1].hardness == (
+        "easy", "medium", "hard", "extra")
+
+
 def test_the_guided_arm_adds_only_oracle_guidance_to_the_all_classes_one() -> None:
     one_epoch = replace(learning_proof.SCALES["epoch"], mixed_steps=30)
     work = Path("/tmp/unused")
