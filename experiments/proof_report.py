@@ -285,7 +285,7 @@ def held_out_adapters(results: dict[str, Any], warm_up: dict[str, Any]) -> list[
     """The held-out outcomes ("0"/"1" a question) of every GRPO adapter that grew from ``warm_up``'s adapter (by its
     recorded digest), finals and checkpoints (heldout_stepN), over the warm-up's own questions."""
     digest = warm_up["evals"]["heldout"].get("questions_digest")
-    return [summary["outcomes"] for run in results["runs"].values()
+    return [summary["outcomes"] for run in [*results["runs"].values(), *results.get("superseded", {}).values()]
             if run is not warm_up and run.get("warm_up_digest") == warm_up.get("adapter_digest")
             for name, summary in sorted(run.get("evals", {}).items())
             if (name == "heldout" or re.fullmatch(CHECKPOINT_EVAL, name)) and summary.get("outcomes")
@@ -295,9 +295,11 @@ def held_out_adapters(results: dict[str, Any], warm_up: dict[str, Any]) -> list[
 def steady_rows(results: dict[str, Any]) -> list[str]:
     """Markdown rows, one per warm-up with at least STEADY_MIN_ADAPTERS GRPO adapters evaluated on the held-out part:
     of the questions the warm-up misses, how many more than half of its adapters answer (and how many all of them do);
-    of those it answers, how many more than half miss (all of them); the difference is the steady change."""
+    of those it answers, how many more than half miss (all of them); the difference is the steady change. A warm-up
+    trained again since (kept under ``superseded``) keeps its row: the adapters that grew from it still ran."""
     rows = []
-    for _, warm_up in sorted(results["runs"].items()):
+    current = sorted(results["runs"].items())
+    for key, warm_up in [*current, *sorted(results.get("superseded", {}).items())]:
         if not (warm_up.get("adapter_digest") and warm_up.get("adapter_digest") == warm_up.get("warm_up_digest")
                 and warm_up.get("evals", {}).get("heldout", {}).get("outcomes")):
             continue  # not a warm-up, or one whose questions were not kept
@@ -310,7 +312,8 @@ def steady_rows(results: dict[str, Any]) -> list[str]:
         answered = [len(adapters) - count for count, outcome in zip(right, before, strict=True) if outcome == "1"]
         gained = sum(2 * count > len(adapters) for count in missed)
         lost = sum(2 * count > len(adapters) for count in answered)
-        rows.append(f"| {warm_up['seed']} | {line_of(warm_up)} | {len(adapters)} | {len(before)} | "
+        label = line_of(warm_up) if (key, warm_up) in current else f"{line_of(warm_up)}, trained again since"
+        rows.append(f"| {warm_up['seed']} | {label} | {len(adapters)} | {len(before)} | "
                     f"{gained} ({missed.count(len(adapters))}) of {len(missed)} | "
                     f"{lost} ({answered.count(len(adapters))}) of {len(answered)} | {gained - lost:+d} "
                     f"({100 * (gained - lost) / len(before):+.1f} points) |")

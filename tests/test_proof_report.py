@@ -320,6 +320,12 @@ def test_what_most_adapters_of_one_warm_up_gain_or_lose_is_told_apart_from_quest
             "c/seed30/epoch": run("easy-sft4x", "111100")}
     assert proof_report.steady_rows({"runs": runs}) == [
         "| 30 | sft-4x@epoch | 4 | 6 | 2 (1) of 4 | 1 (0) of 2 | +1 (+16.7 points) |"]
+    # A warm-up trained again since keeps its row beside the new one's: its adapters still grew from it.
+    again = dict(warm_up, adapter_digest="w2", warm_up_digest="w2")
+    moved = {"runs": {**runs, "sft-4x/seed30/epoch": again, "d/seed30/epoch": run("easy-sft4x", "000000", "w2")},
+             "superseded": {"sft-4x/seed30/epoch@abc1234": warm_up}}
+    assert proof_report.steady_rows(moved) == [
+        "| 30 | sft-4x@epoch, trained again since | 4 | 6 | 2 (1) of 4 | 1 (0) of 2 | +1 (+16.7 points) |"]
     # Adapters of another warm-up, or evals of other questions, do not count; under three adapters, no row.
     runs["c/seed30/epoch"] = run("easy-sft4x", "111100", warm_up_digest="other")
     runs["b/seed30/epoch"]["evals"]["heldout_step30"]["questions_digest"] = "other"
