@@ -11,6 +11,10 @@ from pathlib import Path
 
 MIXED_ONLY_CURRICULUM = Path(__file__).resolve().parent / "mixed_only.yaml"
 MIXED_ALL_CURRICULUM = Path(__file__).resolve().parent / "mixed_all.yaml"
+# The mixed phase over all four classes on questions its warm-up did not train on, a group's signal in its answers
+# (--group_signal answers --scale_rewards batch): the arms below that add guidance or change the warm-up share it.
+ALL_CLASSES_ON_ANSWERS = ("--curriculum", str(MIXED_ALL_CURRICULUM), "--sampling", "informative", "--learning_rate",
+                          "5e-5", "--group_signal", "answers", "--scale_rewards", "batch", "--skip_warmup_questions")
 MAIN_LINE = ("base", "sft", "easy", "mixed")
 # The penalty needs something to act on: after the plain warm-up no model calls a tool once it has answered (0
 # post-episode calls in every training episode of every GRPO arm, 2026-12-01..02), so no-penalty from it would
@@ -215,10 +219,7 @@ ARMS = {
     # settings after the easy phase, 30 steps: 59.3%).
     "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x": Arm("mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x", "mixed",
                                                           "sft-4x", "mixed_steps",
-                                                          ("--curriculum", str(MIXED_ALL_CURRICULUM), "--sampling",
-                                                           "informative", "--learning_rate", "5e-5", "--group_signal",
-                                                           "answers", "--scale_rewards", "batch",
-                                                           "--skip_warmup_questions"),
+                                                          ALL_CLASSES_ON_ANSWERS,
                                                           ablates="mixed-informative-sft4x-lr5e-5-direct-fresh-2x",
                                                           steps_times=2, questions_times=2),
     # The phase above with oracle guidance (train.py --guide_unsolved, oracle_guidance.py): in a group where no
@@ -227,8 +228,7 @@ ARMS = {
     # to last (seed 30, 2026-12-06i), and more on all four classes, where the hard and extra questions are.
     "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x": Arm(
         "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x", "mixed", "sft-4x", "mixed_steps",
-        ("--curriculum", str(MIXED_ALL_CURRICULUM), "--sampling", "informative", "--learning_rate", "5e-5",
-         "--group_signal", "answers", "--scale_rewards", "batch", "--skip_warmup_questions", "--guide_unsolved"),
+        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved"),
         ablates="mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
     # The guided phase with DAPO's dynamic sampling: guidance gives the all-wrong groups spread, and 8 extra groups a
     # round (dynamic_sampling.py, which picks among guided groups) leave out the groups all right, about half of the
@@ -236,10 +236,23 @@ ARMS = {
     # spread (against 36-38%), at 1.14-1.27x the step time (docs/gpu.md 2026-12-04).
     "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x": Arm(
         "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x", "mixed", "sft-4x", "mixed_steps",
-        ("--curriculum", str(MIXED_ALL_CURRICULUM), "--sampling", "informative", "--learning_rate", "5e-5",
-         "--group_signal", "answers", "--scale_rewards", "batch", "--skip_warmup_questions", "--guide_unsolved",
-         "--oversample_groups", "8"),
+        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--oversample_groups", "8"),
         ablates="mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
+    # Is the guided phase's gain the oracle's episodes of hard and extra questions, which the warm-up never trained
+    # on (--sft_hardness easy medium), rather than GRPO? The guided phase took the 1.5B from 54.2% to 67.3% held-out,
+    # hard 15.6 -> 56.6% and extra 7.0 -> 36.8% (seed 30, 2026-12-07b). A warm-up of as many oracle episodes drawn
+    # from all four classes, then the same mixed phase unguided and guided, answers it: GRPO's part is what each
+    # adds over that warm-up.
+    "sft-4x-all": Arm("sft-4x-all", "sft", None, "easy_steps", ("--sft_hardness", "easy", "medium", "hard", "extra"),
+                      ablates="sft-4x", warm_up_questions_times=4),
+    "mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x": Arm(
+        "mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
+        ALL_CLASSES_ON_ANSWERS,
+        ablates="mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
+    "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x": Arm(
+        "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
+        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved"),
+        ablates="mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
     # The recipe's line with its rollouts generated by vLLM, against the native line of the same warm-up: on the
     # 1.5B's step (16 groups x 6 x 1,024 tokens) vLLM took 15.3 s against 39.6 s (2026-12-06d), which would bring the
     # plan's two mixed epochs into one session, if its rollouts teach what the native ones do. Each arm in its own

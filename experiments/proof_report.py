@@ -709,7 +709,12 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                 "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"),
                ("sft-4x", "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x"),
                ("mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x",
-                "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x"))
+                "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x"),
+               # the warm-up on all four classes, and the all-classes phase unguided and guided from it
+               ("sft-4x-all", "mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x"),
+               ("sft-4x-all", "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"),
+               ("mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x",
+                "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"))
 
 
 def _arm_pairs(results: dict[str, Any]) -> list[tuple[str, str]]:
@@ -786,11 +791,12 @@ def ablation_rows(results: dict[str, Any]) -> list[str]:
 
 
 def flag_settings(flags: tuple[str, ...]) -> set[str]:
-    """A command line's flags as settings, each flag with its value ("--learning_rate 5e-5") or alone."""
+    """A command line's flags as settings, each flag with its values ("--learning_rate 5e-5", "--sft_hardness easy
+    medium") or alone."""
     settings, tokens = set(), list(flags)
     while tokens:
         flag = tokens.pop(0)
-        if tokens and not tokens[0].startswith("--"):
+        while tokens and not tokens[0].startswith("--"):
             flag += " " + tokens.pop(0)
         settings.add(flag)
     return settings

@@ -402,6 +402,28 @@ def test_the_all_classes_arm_of_sixty_steps_changes_only_the_classes_and_the_sig
     assert proof_arms.warm_up_of(all_classes) == proof_arms.warm_up_of(fresh_2x) == "sft-4x"
 
 
+def test_the_all_classes_warm_up_line_changes_only_the_warm_ups_classes() -> None:
+    """sft-4x-all imitates all four classes where sft-4x imitates easy and medium; its two mixed arms run the flags of
+    the sft-4x line's unguided and guided arms, so each pair differs only in the warm-up it grew from."""
+    scale, work = learning_proof.SCALES["epoch"], Path("/tmp/unused")
+    warm_up = proof_arms.ARMS["sft-4x-all"]
+    agent, _, _ = train.parse_config(learning_proof.train_argv(warm_up, scale, work, BUILTIN_DATA_DIR, work, 30))
+    assert agent.sft_hardness == ["easy", "medium", "hard", "extra"] and agent.max_questions == 2400
+    plain, _, _ = train.parse_config(learning_proof.train_argv(proof_arms.ARMS["sft-4x"], scale, work,
+                                                               BUILTIN_DATA_DIR, work, 30))
+    assert plain.sft_hardness == ["easy", "medium"]
+    for ours, theirs in (("mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x",
+                          "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x"),
+                         ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x",
+                          "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x")):
+        arm, twin = proof_arms.ARMS[ours], proof_arms.ARMS[theirs]
+        assert (arm.flags, arm.steps_times, arm.questions_times) == (twin.flags, twin.steps_times, twin.questions_times)
+        assert proof_arms.warm_up_of(arm) == "sft-4x-all" and proof_arms.warm_up_of(twin) == "sft-4x"
+    from proof_report import lever_of
+    assert lever_of("sft-4x-all") == "--sft_hardness easy medium hard extra"
+    assert lever_of("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x") == "--guide_unsolved"
+
+
 def test_the_guided_config_file_runs_the_measured_guided_arm(monkeypatch: pytest.MonkeyPatch) -> None:
     """configs/mixed_guided.yaml, the README's strongest measured mixed phase, sets what the guided arm ran with."""
     monkeypatch.chdir(EXPERIMENTS.parent)  # the file names its curriculum relative to the repo, as a user runs it
@@ -597,6 +619,8 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
                         "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
                         "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x": "sft-4x",
+                        "sft-4x-all": "sft-4x-all", "mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
+                        "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",
@@ -608,7 +632,8 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "no-penalty-habit": "sft-habit"}
     # The larger warm-up's line is compared with the scale's own warm-up's, arm by arm; the rest share their warm-up.
     assert [name for name, arm in proof_arms.ARMS.items() if proof_arms.trains_its_own_warm_up(arm)] == [
-        "no-sft", "sft-4x", "easy-sft4x", "mixed-sft4x", "mixed-informative-sft4x", "sft-4x-retry", "sft-4x-recover",
+        "no-sft", "sft-4x", "easy-sft4x", "mixed-sft4x", "mixed-informative-sft4x", "sft-4x-all",
+        "mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x", "sft-4x-retry", "sft-4x-recover",
         "easy-sft4x-recover", "mixed-informative-sft4x-recover", "mixed-informative-sft4x-recover-3steps"]  # the lr arm shares its full setting's warm-up
     scale = learning_proof.SCALES["gpu"]
     argv = learning_proof.train_argv(proof_arms.ARMS["sft-habit"], scale, tmp_path, BUILTIN_DATA_DIR, tmp_path, 8)
