@@ -298,8 +298,7 @@ def steady_rows(results: dict[str, Any]) -> list[str]:
     of those it answers, how many more than half miss (all of them); the difference is the steady change. A warm-up
     trained again since (kept under ``superseded``) keeps its row: the adapters that grew from it still ran."""
     rows = []
-    current = sorted(results["runs"].items())
-    for key, warm_up in [*current, *sorted(results.get("superseded", {}).items())]:
+    for key, warm_up in [*sorted(results["runs"].items()), *sorted(results.get("superseded", {}).items())]:
         if not (warm_up.get("adapter_digest") and warm_up.get("adapter_digest") == warm_up.get("warm_up_digest")
                 and warm_up.get("evals", {}).get("heldout", {}).get("outcomes")):
             continue  # not a warm-up, or one whose questions were not kept
@@ -312,7 +311,7 @@ def steady_rows(results: dict[str, Any]) -> list[str]:
         answered = [len(adapters) - count for count, outcome in zip(right, before, strict=True) if outcome == "1"]
         gained = sum(2 * count > len(adapters) for count in missed)
         lost = sum(2 * count > len(adapters) for count in answered)
-        label = line_of(warm_up) if (key, warm_up) in current else f"{line_of(warm_up)}, trained again since"
+        label = line_of(warm_up) if key in results["runs"] else f"{line_of(warm_up)}, trained again since"
         rows.append(f"| {warm_up['seed']} | {label} | {len(adapters)} | {len(before)} | "
                     f"{gained} ({missed.count(len(adapters))}) of {len(missed)} | "
                     f"{lost} ({answered.count(len(adapters))}) of {len(answered)} | {gained - lost:+d} "
