@@ -247,6 +247,8 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
     argv += [*arm.flags, *group_argv(arm, scale)]
     if "--sampling" not in arm.flags:  # the arms measured before train.py's default became informative sampling
         argv += ["--sampling", "plain"]
+    if "--guide_unsolved" not in arm.flags:  # nor did they have oracle guidance, on by default since 2026-12-07c
+        argv += ["--guide_unsolved", "false"]
     if arm.start_from is not None:
         start = adapter_of(work, arm.start_from, seed)
         if not (start / "adapter_model.safetensors").is_file():

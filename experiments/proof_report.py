@@ -709,11 +709,14 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("sft-4x", "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x"),
                ("mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x",
                 "mixed-all-answers-guided-oversampled-sft4x-lr5e-5-direct-fresh-2x"),
-               # the warm-up on all four classes, and the all-classes phase unguided and guided from it
+               # the warm-up on all four classes, and the all-classes phase unguided, guided and oversampled from it
                ("sft-4x-all", "mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x"),
                ("sft-4x-all", "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"),
                ("mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x",
-                "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"))
+                "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"),
+               ("sft-4x-all", "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"),
+               ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x",
+                "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"))
 
 
 def _arm_pairs(results: dict[str, Any]) -> list[tuple[str, str]]:

@@ -65,7 +65,8 @@
 #                  last, which nothing promises: they did through 2026-12-05, and 2026-12-06 began on a new checkout
 #                  without them; restore checks every piece (arms to compare still run from one warm-up)
 #   restore NAME DEST  with .adapters/NAME's pieces carried (over as many calls as they need: each call adds its
-#                  pieces), once all are there and match their checksums, unpack them into DEST
+#                  pieces; three of 15 MiB a call, since a call's 64 MiB counts the working tree too), once all
+#                  are there and match their checksums, unpack them into DEST
 # Here, first: bash scripts/prepare_gpu_carry.sh [1.5b]: the wheels (.whl), Spider (.spider.tgz) and the model's
 #   checked GGUF (python models.py gguf) cut into pieces as large as a call carries beside the tree (.m or .m15)
 set -euo pipefail

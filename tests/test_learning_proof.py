@@ -422,6 +422,9 @@ def test_the_all_classes_warm_up_line_changes_only_the_warm_ups_classes() -> Non
     from proof_report import lever_of
     assert lever_of("sft-4x-all") == "--sft_hardness easy medium hard extra"
     assert lever_of("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x") == "--guide_unsolved"
+    oversampled = proof_arms.ARMS["mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"]
+    assert oversampled.ablates == "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"
+    assert lever_of(oversampled.name) == "--oversample_groups 8" and proof_arms.warm_up_of(oversampled) == "sft-4x-all"
 
 
 def test_the_guided_config_file_runs_the_measured_guided_arm(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -446,7 +449,8 @@ def test_the_guided_arm_adds_only_oracle_guidance_to_the_all_classes_one() -> No
     argv = learning_proof.train_argv(replace(guided, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work, 30)
     other = learning_proof.train_argv(replace(unguided, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work, 30)
     flags = [word for word in argv if word.startswith("--")]
-    assert sorted(flags) == sorted([word for word in other if word.startswith("--")] + ["--guide_unsolved"])
+    assert sorted(flags) == sorted(word for word in other if word.startswith("--"))
+    assert other[other.index("--guide_unsolved") + 1] == "false" and argv.count("false") == 0
     for flag in ("--max_questions", "--max_steps", "--learning_rate", "--group_signal", "--scale_rewards"):
         assert argv[argv.index(flag) + 1] == other[other.index(flag) + 1], flag
     from proof_report import lever_of
@@ -460,6 +464,19 @@ def test_the_guided_arm_adds_only_oracle_guidance_to_the_all_classes_one() -> No
                                      30)
     agent, _, _ = train.parse_config(argv)
     assert agent.guide_unsolved and agent.oversample_groups == 8 and agent.max_questions == 934
+
+
+def test_an_arm_without_guidance_runs_without_it_now_that_train_py_guides_by_default() -> None:
+    """train.py guides by default since 2026-12-07c; every arm measured before keeps meaning what it meant."""
+    scale, work = learning_proof.SCALES["epoch"], Path("/tmp/unused")
+    grpo_arms = [arm for arm in proof_arms.ARMS.values() if arm.phase not in (None, "sft") and arm.retired is None]
+    assert len(grpo_arms) > 10
+    for arm in grpo_arms:
+        argv = learning_proof.train_argv(replace(arm, start_from=None), scale, work, BUILTIN_DATA_DIR, work, 30)
+        assert argv.count("--guide_unsolved") == 1, arm.name
+        if "--fast_inference" not in argv:  # parsed where no vLLM is installed
+            agent, _, _ = train.parse_config(argv)
+            assert agent.guide_unsolved == ("--guide_unsolved" in arm.flags), arm.name
 
 
 def test_runs_of_another_model_go_to_their_own_results_file(tmp_path: Path) -> None:

@@ -188,6 +188,22 @@ def test_guidance_with_a_reference_model_is_refused_before_any_model_loads(tmp_p
     assert not (tmp_path / "out").exists()
 
 
+def test_default_guidance_gives_way_to_settings_it_cannot_run_with_and_says_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    agent, grpo, explicit = train.parse_config([])
+    assert agent.guide_unsolved and train.settle_guidance(agent, grpo, explicit).guide_unsolved
+    assert capsys.readouterr().out == ""
+    agent, grpo, explicit = train.parse_config(["--beta", "0.04"])
+    assert not train.settle_guidance(agent, grpo, explicit).guide_unsolved
+    assert "oracle guidance (on by default) is off for this run: --guide_unsolved needs --beta 0" in (
+        capsys.readouterr().out)
+    agent, grpo, explicit = train.parse_config(["--phase", "sft"])  # a warm-up has no groups: nothing to say
+    assert not train.settle_guidance(agent, grpo, explicit).guide_unsolved and capsys.readouterr().out == ""
+    for off in (["--guide_unsolved", "false"], ["--no_guide_unsolved"]):
+        agent, grpo, explicit = train.parse_config(off)
+        assert not train.settle_guidance(agent, grpo, explicit).guide_unsolved
+
+
 def test_the_oversampler_sees_an_oracle_row_as_a_right_answer() -> None:
     inputs = [{"question": "q1"}] * 2 + [{"question": "q2"}] * 2
     guide = guidance([0.0, 0.0, 1.0, 0.0], [False, False, True, False], OracleRow([5, 6], [10, 11], [1, 1], 1.0))
@@ -235,7 +251,7 @@ class WrongAgent(ScriptedAgent):
 def test_unsolved_groups_teach_nothing_unless_guided(tmp_path: Path, tiny_model_dir: Path, guided: bool,
                                                      scale_rewards: str) -> None:
     steps, trained = two_steps(WrongAgent(), tmp_path, tiny_model_dir, "--scale_rewards", scale_rewards,
-                               *(["--guide_unsolved"] if guided else []))
+                               "--guide_unsolved", str(guided).lower())
     assert all(step["episode/accuracy"] == 0.0 for step in steps)  # what was generated: all wrong
     if not guided:
         assert all(float(output["advantages"].abs().max()) == 0.0 for output in trained)
