@@ -116,6 +116,8 @@ def apply_embedded_mode(agent: Any, grpo: Any, explicit: set[str]) -> str:
         agent.model, description = embedded_model(Path(grpo.output_dir))
     if "max_questions" not in explicit:
         agent.max_questions = EMBEDDED_MAX_QUESTIONS
+    if "guide_unsolved" not in explicit:  # an oracle episode does not fit the embedded run's short completions
+        agent.guide_unsolved = False
     for name, value in EMBEDDED_OVERRIDES.items():
         if name not in explicit:
             setattr(grpo, name, value)
