@@ -57,7 +57,8 @@ PHASE_NAME = "sft"
 MODEL_DIRNAME = "model"  # --sft_full_finetune: a whole model, the --model of the GRPO phases
 # The warm-up the learning proof measured on the real 0.5B (docs/learning_proof.md): 2,400 easy and medium questions
 # spread over the train split (46.7% held-out, seed 28; 600 of them read 36-42% over ten seeds), one pass, 8 episodes
-# a step, learning rate 1e-3 (a LoRA's rate is far above GRPO's 2e-5, which would barely move it).
+# a step, learning rate 1e-3 (a LoRA's rate is far above GRPO's 2e-5, which would barely move it). The same on all
+# four classes (--sft_hardness's default) took the real 1.5B to 71.3% (docs/gpu.md 2026-12-07c).
 # --max_questions and --learning_rate given on the command line win.
 SFT_LEARNING_RATE = 1e-3
 SFT_MAX_QUESTIONS = 2400
