@@ -489,20 +489,24 @@ def alike_groups_note(log_history: list[dict[str, Any]]) -> str | None:
         return None
     advice = ("more extra groups (--oversample_groups) or --sampling informative" if key == trained
               else "--oversample_groups 8 (DAPO's dynamic sampling) trains on groups with spread first")
+    guided = any("guide/guided_share" in entry for entry in log_history)
     solved = last_tenth(log_history, "episode/groups_all_correct")
     if solved is not None and solved.share > ALIKE_GROUPS_TARGET:
         advice += (f". {solved.share:.0%} were all right: the model has fitted questions of this kind, and more steps "
                    "on them add little (on the real 1.5B, 30 more mixed steps moved held-out by 1 to 5 questions of "
                    "614, whether they went over the same questions again or over ones the warm-up never saw, "
-                   "docs/gpu.md 2026-12-06i); questions it still misses may teach more: a phase with Spider's "
-                   "hard and extra classes too, their all-wrong groups guided (configs/mixed_guided.yaml: on the "
-                   "real 1.5B, 67.3% held-out against its warm-up's 54.2%, one seed, docs/gpu.md 2026-12-07b)")
+                   "docs/gpu.md 2026-12-06i)")
+        all_classes = any(f"accuracy/{level}" in entry for entry in log_history for level in ("hard", "extra"))
+        if not (all_classes and guided):  # else the phase already had what the advice below names
+            advice += ("; questions it still misses may teach more: a phase with Spider's hard and extra classes "
+                       "too, their all-wrong groups guided (configs/mixed_guided.yaml: on the real 1.5B, 67.3% "
+                       "held-out against 58.0% unguided from one warm-up, one seed, docs/gpu.md 2026-12-07c)")
     unsolved = last_tenth(log_history, "episode/groups_none_correct")
-    guided = any("guide/guided_share" in entry for entry in log_history)
     if unsolved is not None and unsolved.share > UNSOLVED_GROUPS_NOTE_SHARE and not guided:
-        advice += (f". {unsolved.share:.0%} were all wrong: --guide_unsolved trains such a group on the oracle's "
-                   "episode in one of its rows (oracle_guidance.py; on the real 1.5B's all-classes mixed phase, 67.3% "
-                   "held-out against its warm-up's 54.2%, one seed, docs/gpu.md 2026-12-07b)")
+        advice += (f". {unsolved.share:.0%} were all wrong: --guide_unsolved (on by default where the settings "
+                   "allow) trains such a group on the oracle's episode in one of its rows (oracle_guidance.py; on the "
+                   "real 1.5B's all-classes mixed phase, 67.3% held-out against 58.0% unguided from one warm-up, one "
+                   "seed, docs/gpu.md 2026-12-07c)")
     return (f"NOTE: {tail.share:.0%} of the groups trained on in the last {tail.steps} of {tail.of_steps} steps scored "
             f"alike (all right or all wrong), so they gave no gradient; {advice}")
 

@@ -1118,6 +1118,11 @@ def test_a_run_that_trained_mostly_on_alike_groups_near_its_end_says_what_to_try
     fitted = [{ZERO: 0.7, "episode/groups_all_correct": 0.6}] * 20
     assert "60% were all right: the model has fitted questions of this kind" in str(alike_groups_note(fitted))
     assert "hard and extra classes" in str(alike_groups_note(fitted))
+    # A guided phase over hard and extra questions already is what that advice names: it is left out.
+    guided_all = [{**step, "guide/guided_share": 0.1, "accuracy/hard": 0.7} for step in fitted]
+    assert "were all right" in str(alike_groups_note(guided_all))
+    assert "hard and extra classes" not in str(alike_groups_note(guided_all))
+    assert "hard and extra classes" in str(alike_groups_note([{**step, "accuracy/hard": 0.7} for step in fitted]))
     assert "were all right" not in str(alike_groups_note([{ZERO: 0.7, "episode/groups_all_correct": 0.2}] * 20))
     # Many all wrong: oracle guidance is what to try, unless the run already had it.
     unsolved = [{ZERO: 0.5, "episode/groups_none_correct": 0.3}] * 20
