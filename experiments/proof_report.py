@@ -716,7 +716,10 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                 "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"),
                ("sft-4x-all", "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"),
                ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x",
-                "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"))
+                "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"),
+               ("sft-4x-all", "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan"),
+               ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x",
+                "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan"))
 
 
 def _arm_pairs(results: dict[str, Any]) -> list[tuple[str, str]]:
