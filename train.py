@@ -289,8 +289,8 @@ class AgentConfig(sft.WarmupConfig):
                           "gained, 23 lost; hard 24.6%% -> 56.6%%; docs/gpu.md 2026-12-07c). Needs one process, "
                           "--beta 0, no --fast_inference and generation rounds within an optimizer step (the "
                           "defaults): where a run's settings differ, the default gives way and the log says so; an "
-                          "explicit --guide_unsolved is refused instead. Off in embedded mode (its short completions cannot hold an "
-                          "oracle episode). --guide_unsolved false turns it off. "
+                          "explicit --guide_unsolved is refused instead. Off in embedded mode (its short completions "
+                          "cannot hold an oracle episode). --guide_unsolved false turns it off. "
                           "With --oversample_groups, every generated group is guided first, so that a guided group "
                           "counts as one with spread (and, for --group_signal answers, as one with a right answer) "
                           "when the round's groups are chosen."},

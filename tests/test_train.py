@@ -215,7 +215,8 @@ def test_a_generation_batch_may_train_several_optimizer_steps_but_must_end_at_on
 def test_the_warm_up_defaults_are_the_measured_ones_unless_given() -> None:
     agent, grpo, explicit = train.parse_config(["--phase", "sft"])
     assert sft.with_warmup_defaults(agent, explicit).max_questions == sft.SFT_MAX_QUESTIONS == 2400
-    assert agent.sft_epochs == 1 and agent.sft_hardness == ["easy", "medium", "hard", "extra"] and sft.SFT_LEARNING_RATE == 1e-3
+    assert agent.sft_epochs == 1 and sft.SFT_LEARNING_RATE == 1e-3
+    assert agent.sft_hardness == ["easy", "medium", "hard", "extra"]
     agent, _, explicit = train.parse_config(["--phase", "sft", "--max_questions", "50"])
     assert sft.with_warmup_defaults(agent, explicit).max_questions == 50
     agent.max_questions = 2  # set by embedded mode, not on the command line: kept
@@ -260,7 +261,8 @@ def test_dry_run_checks_and_loads_no_model(tmp_path: Path, capsys: pytest.Captur
     output = capsys.readouterr().out
     assert "EMBEDDED MODE" in output and "dry run" in output
     assert re.search(r"\n  about \d+ optimizer steps of \d+ episodes \(\d+ questions? x \d+\): \d+ episodes\n", output)
-    assert "\n  oracle guidance off\n" in output  # embedded mode's 160-token completions cannot hold the oracle's episode
+    # embedded mode's 160-token completions cannot hold the oracle's episode: guidance stays off unless asked
+    assert "\n  oracle guidance off\n" in output
     assert not (tmp_path / "easy").exists()
     train.main(["--output_dir", str(tmp_path), "--phase", "easy", "--dry-run", "--guide_unsolved"])
     assert "\n  oracle guidance: a group with no right answer trains on the oracle's episode" in capsys.readouterr().out
