@@ -11,6 +11,13 @@ sampler's, so a run sees the same number of episodes; informative questions are 
 ones the model has settled. DAPO's way itself, generating extra groups and training on the ones with reward spread,
 is ``dynamic_sampling.py`` (--oversample_groups), which asks this sampler which extra questions to prefer.
 
+A question is visited at most once when a phase draws fewer groups than it has questions (the real 1.5B's mixed
+phase: 480 groups over 934 questions), so its own history never defers it. With ``question_classes`` (its Spider
+hardness, --defer_by_class) a question never visited is deferred with the probability that its class's last
+``class_window`` groups taught nothing (capped at ``max_class_deferral``, so that no class leaves the stream): from a
+strong warm-up most easy groups are all right, and their slots go to classes whose groups still differ. The classes'
+windows start empty in each process (a resumed run fills them again from its next groups).
+
 It yields indices exactly as TRL's ``RepeatSampler`` does (a chunk of ``groups_per_batch`` questions, each index
 ``num_generations`` times in a row, the chunk ``repeat_count`` times), and decides each chunk when the data loader
 asks for it, from the outcomes recorded so far (``record``, which train.py feeds from every scored batch). The
@@ -21,7 +28,8 @@ history is keyed by database and question, so it carries from one curriculum pha
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,9 +75,17 @@ class InformativeSampler(Sampler[int]):
 
     def __init__(self, question_keys: Sequence[str], num_generations: int, groups_per_batch: int, repeat_count: int,
                  seed: int, window: int = 1, max_deferrals: int = 2, signal: str = "reward",
-                 guided: bool = False) -> None:
+                 guided: bool = False, question_classes: Mapping[str, str] | None = None, class_window: int = 32,
+                 max_class_deferral: float = 0.75) -> None:
         if window < 1 or max_deferrals < 0:
-            raise ValueError(f"window must be at least 1 and max_deferrals at least 0, got {window} and {max_deferrals}")
+            raise ValueError(f"window must be at least 1 and max_deferrals at least 0, got {window} and "
+                             f"{max_deferrals}")
+        if class_window < 4 or not 0.0 <= max_class_deferral < 1.0:
+            raise ValueError(f"class_window must be at least 4 and max_class_deferral in [0, 1), got {class_window} "
+                             f"and {max_class_deferral}")
+        missing = [key for key in question_keys if question_classes is not None and key not in question_classes]
+        if missing:
+            raise ValueError(f"{len(missing)} questions have no class, e.g. {missing[0]!r}")
         if signal not in GROUP_SIGNALS:
             raise ValueError(f"signal must be one of {', '.join(GROUP_SIGNALS)}, got {signal!r}")
         if groups_per_batch > len(question_keys):
@@ -85,7 +101,13 @@ class InformativeSampler(Sampler[int]):
         self.guided = guided  # --guide_unsolved: an all-wrong group is given the oracle's episode (oracle_guidance.py)
         self.generator = torch.Generator().manual_seed(seed)
         self.records: dict[str, QuestionRecord] = {}
+        self.classes = dict(question_classes) if question_classes is not None else None
+        self.max_class_deferral = max_class_deferral
+        # Per class, whether each of its last groups taught nothing (Visit.taught_nothing), newest last.
+        self.class_outcomes: dict[str, deque[bool]] = {}
+        self.class_window = class_window
         self.deferred = 0  # deferrals since the last take_counts()
+        self.deferred_by_class = 0
         self.served = 0
 
     def __len__(self) -> int:
@@ -101,9 +123,14 @@ class InformativeSampler(Sampler[int]):
                     queue = torch.randperm(len(self.keys), generator=self.generator).tolist()
                     queue = [index for index in queue if index not in chunk]
                 index = queue.pop(0)
-                if self.should_defer(self.keys[index]):
-                    self.records[self.keys[index]].deferrals += 1
+                key = self.keys[index]
+                if self.should_defer(key):
+                    self.records[key].deferrals += 1
                     self.deferred += 1
+                    continue
+                if self.defer_by_class(key):
+                    self.records.setdefault(key, QuestionRecord()).deferrals += 1
+                    self.deferred_by_class += 1
                     continue
                 self.records.setdefault(self.keys[index], QuestionRecord()).deferrals = 0
                 chunk.append(index)
@@ -121,6 +148,27 @@ class InformativeSampler(Sampler[int]):
             return False
         return all(visit.taught_nothing(self.signal, self.guided) for visit in record.visits[-self.window:])
 
+    def class_share_alike(self, name: str) -> float | None:
+        """The share of the class's last ``class_window`` groups that taught nothing; None until a quarter of the
+        window has been seen (too few groups to go by)."""
+        outcomes = self.class_outcomes.get(name, ())
+        if len(outcomes) < self.class_window // 4:
+            return None
+        return sum(outcomes) / len(outcomes)
+
+    def defer_by_class(self, key: str) -> bool:
+        """With question classes: whether to defer a question never visited, drawn with the probability that its
+        class's recent groups taught nothing (at most ``max_class_deferral``), and only ``max_deferrals`` times."""
+        if self.classes is None:
+            return False
+        record = self.records.get(key)
+        if record is not None and (record.visits or record.deferrals >= self.max_deferrals):
+            return False
+        share = self.class_share_alike(self.classes[key])
+        if share is None:
+            return False
+        return torch.rand((), generator=self.generator).item() < min(share, self.max_class_deferral)
+
     def record(self, keys: Sequence[str], rewards: Sequence[float], correct: Sequence[bool]) -> None:
         """The outcomes of one scored batch, completion by completion, in TRL's order (group after group)."""
         if not len(keys) == len(rewards) == len(correct):
@@ -133,11 +181,20 @@ class InformativeSampler(Sampler[int]):
             group_rewards = rewards[start:start + size]
             visit = Visit(sum(map(bool, correct[start:start + size])), size, max(group_rewards) - min(group_rewards))
             self.records.setdefault(keys[start], QuestionRecord()).visits.append(visit)
+            if self.classes is not None and keys[start] in self.classes:
+                outcomes = self.class_outcomes.setdefault(self.classes[keys[start]], deque(maxlen=self.class_window))
+                outcomes.append(visit.taught_nothing(self.signal, self.guided))
 
     def take_counts(self) -> dict[str, float]:
-        """Questions served and deferred since the last call (for the step's log line)."""
+        """Questions served and deferred since the last call (for the step's log line); with classes, also those
+        deferred by their class and each class's recent share of groups that taught nothing."""
         counts = {"sampler/served": float(self.served), "sampler/deferred": float(self.deferred)}
-        self.served = self.deferred = 0
+        if self.classes is not None:
+            counts["sampler/deferred_by_class"] = float(self.deferred_by_class)
+            for name in sorted(self.class_outcomes):
+                if (share := self.class_share_alike(name)) is not None:
+                    counts[f"sampler/class_alike/{name or 'unclassified'}"] = share
+        self.served = self.deferred = self.deferred_by_class = 0
         return counts
 
     def save(self, folder: Path) -> Path:
@@ -163,16 +220,26 @@ def dataset_question_keys(dataset: Any) -> list[str]:
             zip(dataset.data.column("db_id").to_pylist(), dataset.data.column("question").to_pylist(), strict=True)]
 
 
+def dataset_question_classes(dataset: Any) -> dict[str, str]:
+    """Each question's Spider hardness class ('' where it has none), by ``question_key``, from a ``datasets.Dataset``
+    with a 'hardness' column (spider_data's rows have one)."""
+    if "hardness" not in dataset.column_names:
+        raise ValueError("--defer_by_class needs each question's class: the training rows have no 'hardness' column")
+    return dict(zip(dataset_question_keys(dataset), dataset.data.column("hardness").to_pylist(), strict=True))
+
+
 def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None,
                      resumed_checkpoint: Path | None = None, signal: str = "reward",
-                     guided: bool = False) -> InformativeSampler:
+                     guided: bool = False, by_class: bool = False) -> InformativeSampler:
     """A phase's question sampler (used under --sampling informative; it records every group either way), for the
     rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the checkpoint a resumed run
-    continues (which holds its start adapter's history too) or else of the phase its start adapter came from."""
+    continues (which holds its start adapter's history too) or else of the phase its start adapter came from.
+    ``by_class``: questions never visited are deferred by their hardness class's recent groups (--defer_by_class)."""
     sampler = InformativeSampler(dataset_question_keys(dataset), grpo.num_generations,
                                  grpo.generation_batch_size // grpo.num_generations,
                                  grpo.num_iterations * grpo.steps_per_generation, grpo.seed, signal=signal,
-                                 guided=guided)
+                                 guided=guided,
+                                 question_classes=dataset_question_classes(dataset) if by_class else None)
     for folder in (resumed_checkpoint, start_adapter):
         if folder is not None and sampler.load(folder):
             print(f"[train] question history of {len(sampler.records)} questions from {folder}", flush=True)

@@ -250,6 +250,18 @@ class AgentConfig(sft.WarmupConfig):
                           "cut the shaping-only groups' share of the advantages from 42%% to 2%% and held-out went "
                           "57.7%% -> 59.3%% (36 questions gained, 26 lost; docs/learning_proof_1.5b.md)."},
     )
+    defer_by_class: bool = field(
+        default=False,
+        metadata={"help": "With --sampling informative: a question not yet visited waits, with the probability that "
+                          "the last 32 groups of its Spider class taught nothing (all right or all wrong under "
+                          "--group_signal answers; all right under guidance), at most 3 in 4, and its slot goes to "
+                          "the next question. For phases with fewer groups than questions, where a question's own "
+                          "history never defers it: from the 1.5B's warm-up on all four classes 25-31%% of the "
+                          "mixed phase's groups scored alike, mostly all right (docs/gpu.md 2026-12-07d); on "
+                          "simulated groups of that phase 30%% -> 25%% (benchmarks/class_deferral.py), no extra "
+                          "generation. sampler/deferred_by_class and sampler/class_alike/CLASS log it. Its held-out "
+                          "effect is not measured yet."},
+    )
     skip_warmup_questions: bool = field(
         default=False,
         metadata={"help": "A GRPO phase draws its --max_questions from questions its warm-up did not train on, and "
@@ -335,6 +347,9 @@ class AgentConfig(sft.WarmupConfig):
                              f"{self.max_questions}")
         if self.sampling not in ("plain", "informative"):
             raise ValueError(f"--sampling must be 'plain' or 'informative', got {self.sampling!r}")
+        if self.defer_by_class and self.sampling != "informative":
+            raise ValueError(f"--defer_by_class works through --sampling informative's question sampler, but "
+                             f"--sampling is {self.sampling!r}: add --sampling informative or drop --defer_by_class")
         if self.group_signal not in GROUP_SIGNALS:
             raise ValueError(f"--group_signal must be one of {', '.join(GROUP_SIGNALS)}, got {self.group_signal!r}")
         if self.oversample_groups < 0:
@@ -726,6 +741,8 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
                    f"learning rate {grpo.learning_rate:g}, start from {start}\n{summary}\n  {phase_length(len(dataset), grpo)}")
     if agent.oversample_groups:
         description += f"\n  {oversampling_summary(agent.oversample_groups, grpo)}"
+    if agent.defer_by_class:
+        description += "\n  questions not yet visited wait by their class's recent groups (--defer_by_class)"
     description += ("\n  oracle guidance: a group with no right answer trains on the oracle's episode in its last row "
                     "(--guide_unsolved false: off)" if agent.guide_unsolved else "\n  oracle guidance off")
     return PhasePlan(phase, epochs_before_phase, checkpoint, dataset, fewshot, start_adapter, warmup, out_dir,
@@ -792,7 +809,8 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         adapter_config.base_model_name_or_path = agent.model  # later phases and eval load this one (checkpoints too)
     rollout_logger = RolloutLogger(plan.out_dir, grpo.num_generations, agent.rollouts_logged_per_step,
                                    question_sampler(grpo, plan.dataset, plan.start_adapter, plan.checkpoint,
-                                                    signal=agent.group_signal, guided=agent.guide_unsolved),
+                                                    signal=agent.group_signal, guided=agent.guide_unsolved,
+                                                    by_class=agent.defer_by_class),
                                    scale_rewards=grpo.scale_rewards)
 
     # --- trainer and training

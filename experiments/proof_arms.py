@@ -260,6 +260,13 @@ ARMS = {
         "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
         (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--oversample_groups", "8"),
         ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
+    # The same groups' slots steered by class instead (no extra generation): a question not yet visited waits with
+    # the probability that its class's recent groups taught nothing. From that warm-up 25-31% of the groups scored
+    # alike, mostly all right (two seeds, 2026-12-07c, d).
+    "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x": Arm(
+        "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
+        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--defer_by_class"),
+        ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
     # The guided phase from the all-classes warm-up at the plan's scale: 4x the scale's mixed steps (under
     # --mixed-steps 15, 60 steps of 16 groups: 960 prompts, about the plan's two mixed epochs of 467), one pass over
     # its 934 questions, where the arm above makes half of one (issue 29: the plan's epochs, measured).

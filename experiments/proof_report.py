@@ -717,6 +717,9 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                ("sft-4x-all", "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"),
                ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x",
                 "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"),
+               ("sft-4x-all", "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x"),
+               ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x",
+                "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x"),
                ("sft-4x-all", "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan"),
                ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x",
                 "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan"))

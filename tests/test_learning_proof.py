@@ -425,6 +425,8 @@ def test_the_all_classes_warm_up_line_changes_only_the_warm_ups_classes() -> Non
     oversampled = proof_arms.ARMS["mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"]
     assert oversampled.ablates == "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"
     assert lever_of(oversampled.name) == "--oversample_groups 8" and proof_arms.warm_up_of(oversampled) == "sft-4x-all"
+    by_class = proof_arms.ARMS["mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x"]
+    assert by_class.ablates == oversampled.ablates and lever_of(by_class.name) == "--defer_by_class"
     # At the plan's scale: the same flags, twice the steps over the same questions (one pass of them).
     plan, half = (proof_arms.ARMS[name] for name in ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan",
                                                        "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"))
@@ -646,6 +648,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "sft-4x-all": "sft-4x-all", "mixed-all-answers-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
+                        "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan": "sft-4x-all",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",

@@ -117,3 +117,72 @@ def test_bad_settings_are_refused_with_the_reason() -> None:
         InformativeSampler(KEYS[:2], num_generations=2, groups_per_batch=3, repeat_count=1, seed=0)
     with pytest.raises(ValueError, match="window"):
         InformativeSampler(KEYS, num_generations=2, groups_per_batch=1, repeat_count=1, seed=0, window=0)
+
+
+CLASSES = {key: "easy" if index < 4 else "hard" for index, key in enumerate(KEYS)}
+
+
+def test_by_class_a_question_never_visited_waits_when_its_class_settles() -> None:
+    """At most one visit a question (fewer groups than questions), so only its class's record can say it would be
+    all right: unseen easy questions give most slots to hard ones, and none is skipped past max_deferrals."""
+    sampler = InformativeSampler(KEYS, num_generations=2, groups_per_batch=1, repeat_count=1, seed=0,
+                                 signal="answers", guided=True, question_classes=CLASSES, class_window=8,
+                                 max_class_deferral=0.75)
+    for _ in range(8):  # easy: every group all right; hard: every group split
+        sampler.record([KEYS[0]] * 2, [1.0, 1.0], [True, True])
+        sampler.record([KEYS[5]] * 2, [1.0, 0.0], [True, False])
+    assert sampler.class_share_alike("easy") == 1.0 and sampler.class_share_alike("hard") == 0.0
+    served = [question for _ in range(50) for question in dict.fromkeys(sampler)]
+    easy, hard = (sum(1 for question in served if CLASSES[KEYS[question]] == name) for name in ("easy", "hard"))
+    # Easy waits with probability 0.75 and at most max_deferrals (2) times in a row: served about 1 in 2.3 times.
+    assert hard > 1.5 * easy
+    assert easy > 0  # the cap keeps the class in the stream
+    counts = sampler.take_counts()
+    assert counts["sampler/deferred_by_class"] > 0 and counts["sampler/class_alike/easy"] == 1.0
+
+
+def test_by_class_needs_enough_groups_and_leaves_visited_questions_to_their_own_record() -> None:
+    sampler = InformativeSampler(KEYS, num_generations=2, groups_per_batch=2, repeat_count=1, seed=0,
+                                 signal="answers", question_classes=CLASSES, class_window=8)
+    order = torch.randperm(8, generator=torch.Generator().manual_seed(0)).tolist()
+    sampler.record([KEYS[0]] * 2, [1.0, 1.0], [True, True])  # one easy group: a quarter of the window is two
+    assert sampler.class_share_alike("easy") is None
+    assert chunks(list(sampler), sampler)[0] == [index for index in order if index != 0][:2]
+    sampler.records.clear()
+    sampler.record([KEYS[1]] * 2, [1.0, 0.0], [True, False])  # visited, with spread: never deferred by its class
+    for _ in range(4):
+        sampler.record([KEYS[2]] * 2, [1.0, 1.0], [True, True])
+    assert not any(sampler.defer_by_class(KEYS[1]) for _ in range(20))
+
+
+def test_without_classes_the_stream_is_the_plain_informative_one() -> None:
+    plain = InformativeSampler(KEYS, num_generations=2, groups_per_batch=2, repeat_count=1, seed=4)
+    assert "sampler/deferred_by_class" not in plain.take_counts()
+    with_classes = InformativeSampler(KEYS, num_generations=2, groups_per_batch=2, repeat_count=1, seed=4,
+                                      question_classes=CLASSES)
+    assert list(plain) == list(with_classes)  # no class has groups yet: nothing drawn, the same order
+
+
+def test_by_class_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="have no class"):
+        InformativeSampler(KEYS, 2, 1, 1, seed=0, question_classes={KEYS[0]: "easy"})
+    with pytest.raises(ValueError, match="max_class_deferral"):
+        InformativeSampler(KEYS, 2, 1, 1, seed=0, question_classes=CLASSES, max_class_deferral=1.0)
+
+
+def test_the_phase_sampler_reads_each_questions_class_from_the_rows() -> None:
+    from types import SimpleNamespace
+
+    from datasets import Dataset
+
+    from sampling import question_sampler
+    rows = Dataset.from_dict({"db_id": ["db"] * 4, "question": [f"question {index}" for index in range(4)],
+                              "hardness": ["easy", "easy", "hard", "extra"]})
+    grpo = SimpleNamespace(num_generations=2, generation_batch_size=4, num_iterations=1, steps_per_generation=1,
+                           seed=0)
+    sampler = question_sampler(grpo, rows, None, by_class=True)
+    assert sampler.classes == {KEYS[0]: "easy", KEYS[1]: "easy", KEYS[2]: "hard", KEYS[3]: "extra"}
+    assert question_sampler(grpo, rows, None).classes is None
+    with pytest.raises(ValueError, match="no 'hardness' column"):
+        question_sampler(grpo, rows.remove_columns("hardness"), None, by_class=True)
+

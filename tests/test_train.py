@@ -268,6 +268,16 @@ def test_dry_run_checks_and_loads_no_model(tmp_path: Path, capsys: pytest.Captur
     assert "\n  oracle guidance: a group with no right answer trains on the oracle's episode" in capsys.readouterr().out
 
 
+def test_the_flag_needs_the_informative_sampler_and_the_phase_says_it_is_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(train.SetupError, match="--defer_by_class works through --sampling informative"):
+        train.main(["--output_dir", str(tmp_path / "out"), "--defer_by_class", "--sampling", "plain"])
+    assert not (tmp_path / "out").exists()
+    train.main(["--output_dir", str(tmp_path / "out"), "--phase", "easy", "--dry-run", "--defer_by_class"])
+    assert "\n  questions not yet visited wait by their class's recent groups (--defer_by_class)" in (
+        capsys.readouterr().out)
+
+
 def test_a_custom_curriculum_needs_no_code_change(tmp_path: Path) -> None:
     curriculum = tmp_path / "c.yaml"
     curriculum.write_text("phases:\n  - {name: warm, hardness: [easy], epochs: 0.5}\n"
