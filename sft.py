@@ -58,7 +58,8 @@ MODEL_DIRNAME = "model"  # --sft_full_finetune: a whole model, the --model of th
 # The warm-up the learning proof measured on the real 0.5B (docs/learning_proof.md): 2,400 easy and medium questions
 # spread over the train split (46.7% held-out, seed 28; 600 of them read 36-42% over ten seeds), one pass, 8 episodes
 # a step, learning rate 1e-3 (a LoRA's rate is far above GRPO's 2e-5, which would barely move it). The same on all
-# four classes (--sft_hardness's default) took the real 1.5B to 71.3% (docs/gpu.md 2026-12-07c).
+# four classes (--sft_hardness's default) took the real 1.5B to 71.3% and 70.8% (seeds 30, 31; docs/gpu.md
+# 2026-12-07c, d).
 # --max_questions and --learning_rate given on the command line win.
 SFT_LEARNING_RATE = 1e-3
 SFT_MAX_QUESTIONS = 2400
@@ -318,7 +319,8 @@ class WarmupConfig:
         default_factory=lambda: ["easy", "medium", "hard", "extra"],
         metadata={"help": "--phase sft: hardness classes of the train split to imitate. All four since the real "
                           "1.5B's warm-up on them reached 71.3%% held-out against 54.2%% on easy and medium only "
-                          "(2,400 questions each, seed 30; hard 15.6%% -> 69.7%%; docs/gpu.md 2026-12-07c)."},
+                          "(2,400 questions each, seed 30; hard 15.6%% -> 69.7%%; docs/gpu.md 2026-12-07c); seed "
+                          "31: 70.8%% (2026-12-07d)."},
     )
     sft_batch_size: int = field(
         default=8,
