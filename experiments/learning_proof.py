@@ -554,13 +554,15 @@ def recorded_steps(run: dict[str, Any]) -> int | None:
 def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str | None, *, evaluate: bool,
                      training_times: int = 1, steps: int | None = None) -> tuple[float, int, str] | None:
     """What one run of ``arm`` took in the sessions recorded in ``results`` (runs and superseded ones of that scale
-    and model): the median training time, plus the median eval time where it is evaluated (the arm's own evaluated
-    runs, else every evaluated run of the scale). Given ``steps``, a GRPO run's training time is scaled from the steps
-    it ran to ``steps``; otherwise (or where a run's steps are not in its command) ``training_times`` over: an arm of
-    that many passes timed from its one-pass twin. Returns (seconds, runs it is the median of, their devices), or
-    None where the arm never ran at that scale."""
+    and model, the model by its name or by its folder's path as the runs recorded them): the median training time,
+    plus the median eval time where it is evaluated (the arm's own evaluated runs, else every evaluated run of the
+    scale). Given ``steps``, a GRPO run's training time is scaled from the steps it ran to ``steps``; otherwise (or
+    where a run's steps are not in its command) ``training_times`` over: an arm of that many passes timed from its
+    one-pass twin. Returns (seconds, runs it is the median of, their devices), or None where the arm never ran at
+    that scale."""
     every = [*results["runs"].values(), *results.get("superseded", {}).values()]
-    alike = [run for run in every if run.get("scale") == scale and (model is None or run.get("model_name") == model)]
+    alike = [run for run in every
+             if run.get("scale") == scale and (model is None or model in (run.get("model_name"), run.get("model")))]
     own = [run for run in alike if run["arm"] == arm and "train_seconds" in run]
     if not own:
         return None
@@ -722,8 +724,9 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.eval_generation is not None:
         scale = replace(scale, eval_generation=arguments.eval_generation)
     if arguments.estimate:
-        print_estimate(results, arguments.arms, arguments.train_only, arguments.seeds, scale,
-                       model_name(arguments.model) if arguments.model is not None else None)
+        # The folder may live only on the GPU machine: then its path as the runs recorded it names the model.
+        model = arguments.model and (model_name(arguments.model) if arguments.model.is_dir() else str(arguments.model))
+        print_estimate(results, arguments.arms, arguments.train_only, arguments.seeds, scale, model)
         return 0
     if arguments.report_only or arguments.merge or arguments.add_heldout:
         write_report(results, arguments.report, figures_dir, arguments.results)

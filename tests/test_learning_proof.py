@@ -314,7 +314,7 @@ def test_results_of_side_by_side_invocations_merge_into_one_file(tmp_path: Path)
 def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_nothing(tmp_path: Path, capsys) -> None:
     def run(arm: str, train_seconds: float, eval_seconds: float | None, scale: str = "epoch") -> dict:
         evaluated = eval_seconds is not None
-        return {"arm": arm, "seed": 1, "scale": scale, "model_name": "qc", "device": "H100",
+        return {"arm": arm, "seed": 1, "scale": scale, "model_name": "qc", "model": "/gpu-machine/qc", "device": "H100",
                 "train_seconds": train_seconds, "seconds": train_seconds + (eval_seconds or 0.0),
                 "evals": {"heldout": {}} if evaluated else {}}
 
@@ -330,6 +330,9 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     assert learning_proof.recorded_seconds(results, "sft-4x", "epoch", "qc", evaluate=True) == (280.0, 2, "H100")
     assert learning_proof.recorded_seconds(results, "sft-4x", "epoch", "qc", evaluate=False) == (210.0, 2, "H100")
     assert learning_proof.recorded_seconds(results, "easy-sft4x", "epoch", "other model", evaluate=True) is None
+    # The model folder may exist only on the GPU machine: its recorded path names it too.
+    assert learning_proof.recorded_seconds(results, "sft-4x", "epoch", "/gpu-machine/qc", evaluate=False) == (
+        210.0, 2, "H100")
     argv = ["--results", str(path), "--report", str(tmp_path / "report.md"), "--estimate", "--scale", "epoch",
             "--seeds", "1", "2", "--arms", "sft-4x", "easy-sft4x", "mixed-informative-sft4x-lr5e-5", "no-penalty",
             "--train-only", "sft-4x"]
@@ -339,6 +342,8 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     assert "no-penalty: never run at scale epoch, nor an arm it ablates" in printed
     # Easy's own evals were never recorded: it is timed with the median eval of the scale's evaluated runs (40 s).
     assert "about 1660 s, without no-penalty" in printed  # 2 seeds x (210 + 340 + 280)
+    assert learning_proof.main([*argv, "--model", "/gpu-machine/qc"]) == 0  # a folder not on this machine
+    assert "about 1660 s, without no-penalty" in capsys.readouterr().out
     assert not (tmp_path / "report.md").exists()
     # An arm of two passes never run: its one-pass twin's training twice, and its evals once.
     results["runs"]["mixed-informative-sft4x-lr5e-5-direct/seed1/epoch"] = run("mixed-informative-sft4x-lr5e-5-direct",
