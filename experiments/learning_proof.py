@@ -85,7 +85,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 # train.py and python -m eval are imported where an arm runs (run_arm), not here: the registry and the report import
 # no trainer, so --report-only and --merge start without unsloth or torch.
-from proof_arms import ARMS, MAIN_LINE, Arm, one_pass_of, start_chain, warm_up_of  # noqa: E402
+from proof_arms import ARMS, MAIN_LINE, Arm, start_chain, warm_up_of  # noqa: E402
 from proof_report import HARDNESS, HARDNESS_LETTERS, measured, write_report  # noqa: E402
 
 DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
@@ -580,6 +580,18 @@ def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str |
     return seconds, len(own), ", ".join(sorted({str(run.get("device", "unknown device")) for run in own}))
 
 
+def shorter_twin_of(arm: Arm) -> str | None:
+    """The arm of the most passes that ``arm``'s own divide, fewer than its own, with everything else alike (phase,
+    start, flags, questions): e.g. the plan-scale arm's half-length twin. None where there is none."""
+    twins = [(other.steps_times, name) for name, other in ARMS.items()
+             if other.steps_times < arm.steps_times and arm.steps_times % other.steps_times == 0
+             and (other.phase, other.start_from, other.steps_of, other.flags, other.optimizer_steps_per_generation,
+                  other.questions_times)
+             == (arm.phase, arm.start_from, arm.steps_of, arm.flags, arm.optimizer_steps_per_generation,
+                 arm.questions_times)]
+    return max(twins)[1] if twins else None
+
+
 def ablation_chain(arm: Arm) -> list[str]:
     """The arm an arm ablates, the one that one ablates, and so on, while they run as many steps and questions."""
     chain: list[str] = []
@@ -600,10 +612,12 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
     total, unknown = 0.0, []
     for name in arms:
         # An arm never run is timed as the arm it changes one setting of (its ablation's full setting, or that one's,
-        # and so on, as long as they run as many steps), or as its one-pass twin with the training times its passes.
-        arm, twin = ARMS[name], one_pass_of(ARMS[name])
+        # and so on, as long as they run as many steps), or as its twin of fewer passes with the training times its
+        # passes over the twin's.
+        arm, twin = ARMS[name], shorter_twin_of(ARMS[name])
         steps = steps_for(arm, scale) if arm.phase not in (None, "sft") else None
-        candidates = ((name, 1), *((ablated, 1) for ablated in ablation_chain(arm)), (twin, arm.steps_times))
+        passes = arm.steps_times // ARMS[twin].steps_times if twin is not None else 1
+        candidates = ((name, 1), *((ablated, 1) for ablated in ablation_chain(arm)), (twin, passes))
         timed = [(candidate, recorded) for candidate, times in candidates if candidate is not None
                  if (recorded := recorded_seconds(results, candidate, scale.name, model, evaluate=name not in train_only,
                                                   training_times=times, steps=steps)) is not None]
@@ -613,10 +627,10 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
             continue
         timed_as, (seconds, runs, devices) = timed[0]
         total += seconds * len(seeds)
-        passes = f", its training x{arm.steps_times}" if timed_as == twin else ""
-        passes += f", for {steps} steps" if steps else ""
+        how = f", its training x{passes}" if timed_as == twin else ""
+        how += f", for {steps} steps" if steps else ""
         print(f"[estimate] {name}: {seconds:.0f} s a seed{'' if name not in train_only else ' (trained only)'} "
-              f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}{passes}; {devices})",
+              f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}{how}; {devices})",
               flush=True)
     print(f"[estimate] {len(arms)} arm(s) x {len(seeds)} seed(s): about {total:.0f} s"
           f"{', without ' + ' '.join(unknown) if unknown else ''}; add the model's loading and the session's setup",

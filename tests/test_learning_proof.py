@@ -370,6 +370,14 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     assert learning_proof.main([*argv, "--mixed-steps", "15"]) == 0
     assert ("mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x: 350 s a seed (median of 1 run(s) of "
             "mixed-informative-sft4x-lr5e-5-direct-fresh-2x, for 30 steps; H100)") in capsys.readouterr().out
+    # The plan-scale arm (4 passes) never run: its 2-pass twin's training twice.
+    results["runs"]["mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x/seed1/epoch"] = run(
+        "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", 400.0, 50.0)
+    learning_proof.save_results(path, results)
+    plan = [*argv[:argv.index("--arms")], "--arms", "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan"]
+    assert learning_proof.main(plan) == 0
+    assert ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan: 850 s a seed (median of 1 run(s) of "
+            "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x, its training x2") in capsys.readouterr().out
 
 
 def test_the_fresh_two_pass_arm_draws_twice_the_unseen_questions_for_one_pass_of_as_many_steps() -> None:
