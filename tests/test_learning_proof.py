@@ -353,31 +353,30 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     assert learning_proof.main(argv) == 0
     assert ("mixed-informative-sft4x-lr5e-5-direct-2epochs: 650 s a seed (median of 1 run(s) of "
             "mixed-informative-sft4x-lr5e-5-direct, its training x2, for 118 steps; H100)") in capsys.readouterr().out
+
+    def estimate_once_run(recorded_arm: str, train_seconds: float, asked: str, *more: str) -> str:
+        """What the estimate for arm ``asked`` prints once a run of ``recorded_arm`` is recorded."""
+        results["runs"].setdefault(f"{recorded_arm}/seed1/epoch", run(recorded_arm, train_seconds, 50.0))
+        learning_proof.save_results(path, results)
+        assert learning_proof.main([*argv[:argv.index("--arms")], "--arms", asked, *more]) == 0
+        return capsys.readouterr().out
+
     # An arm whose ablation never ran either: the next arm down the chain that ran as many steps.
-    results["runs"]["mixed-informative-sft4x-lr5e-5-direct-fresh-2x/seed1/epoch"] = run(
-        "mixed-informative-sft4x-lr5e-5-direct-fresh-2x", 600.0, 50.0)
-    learning_proof.save_results(path, results)
-    argv = [*argv[:argv.index("--arms")], "--arms", "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"]
-    assert learning_proof.main(argv) == 0
-    assert ("mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x: 650 s a seed (median of 1 run(s) of "
-            "mixed-informative-sft4x-lr5e-5-direct-fresh-2x, for 118 steps; H100)") in capsys.readouterr().out
-    assert learning_proof.ablation_chain(proof_arms.ARMS["mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"]) == [
-        "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x", "mixed-informative-sft4x-lr5e-5-direct-fresh-2x"]
+    guided = "mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"
+    fresh_2x = "mixed-informative-sft4x-lr5e-5-direct-fresh-2x"
+    assert (f"{guided}: 650 s a seed (median of 1 run(s) of {fresh_2x}, for 118 steps; H100)"
+            in estimate_once_run(fresh_2x, 600.0, guided))
+    assert learning_proof.ablation_chain(proof_arms.ARMS[guided]) == [
+        "mixed-all-answers-sft4x-lr5e-5-direct-fresh-2x", fresh_2x]
     # A run whose command says its steps is timed per step: --mixed-steps 15 asks this two-pass arm for 30 of its 60.
-    results["runs"]["mixed-informative-sft4x-lr5e-5-direct-fresh-2x/seed1/epoch"]["commands"] = [
+    results["runs"][f"{fresh_2x}/seed1/epoch"]["commands"] = [
         "python train.py --phase mixed --max_steps 60 --seed 1", "python -m eval --checkpoint x"]
-    learning_proof.save_results(path, results)
-    assert learning_proof.main([*argv, "--mixed-steps", "15"]) == 0
-    assert ("mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x: 350 s a seed (median of 1 run(s) of "
-            "mixed-informative-sft4x-lr5e-5-direct-fresh-2x, for 30 steps; H100)") in capsys.readouterr().out
+    assert (f"{guided}: 350 s a seed (median of 1 run(s) of {fresh_2x}, for 30 steps; H100)"
+            in estimate_once_run(fresh_2x, 600.0, guided, "--mixed-steps", "15"))
     # The plan-scale arm (4 passes) never run: its 2-pass twin's training twice.
-    results["runs"]["mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x/seed1/epoch"] = run(
-        "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", 400.0, 50.0)
-    learning_proof.save_results(path, results)
-    plan = [*argv[:argv.index("--arms")], "--arms", "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan"]
-    assert learning_proof.main(plan) == 0
-    assert ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan: 850 s a seed (median of 1 run(s) of "
-            "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x, its training x2") in capsys.readouterr().out
+    half = "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"
+    assert (f"{half}-plan: 850 s a seed (median of 1 run(s) of {half}, its training x2"
+            in estimate_once_run(half, 400.0, f"{half}-plan"))
 
 
 def test_the_fresh_two_pass_arm_draws_twice_the_unseen_questions_for_one_pass_of_as_many_steps() -> None:
