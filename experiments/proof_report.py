@@ -1095,7 +1095,7 @@ def plot_final_against_warm_up(results: dict[str, Any], folder: Path) -> list[Pa
     for warm_up, (points, fit) in warm_up_fits(results, plan_finals).items():
         xs = [100 * min(warm for _, warm, _ in points), 100 * max(warm for _, warm, _ in points)]
         axis.plot(xs, [fit.intercept * 100 + fit.slope * x for x in xs], color="black", linestyle=":", linewidth=1.2,
-                  label=f"fit of the {PLAN_SCALE} finals from {warm_up}: slope {fit.slope:.2f}")
+                  label=f"fit of the {PLAN_SCALE} finals from {warm_up}: slope {fit.slope:.2f} ± {fit.stderr:.2f}")
     axis.axhline(100 * FINAL_ACCURACY_TARGET, color="black", linestyle="--", linewidth=0.8,
                  label=f"the {FINAL_ACCURACY_TARGET:.0%} target")
     axis.set_xlim(low, high)
