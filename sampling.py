@@ -132,7 +132,7 @@ class InformativeSampler(Sampler[int]):
                     self.records.setdefault(key, QuestionRecord()).deferrals += 1
                     self.deferred_by_class += 1
                     continue
-                self.records.setdefault(self.keys[index], QuestionRecord()).deferrals = 0
+                self.records.setdefault(key, QuestionRecord()).deferrals = 0
                 chunk.append(index)
             self.served += len(chunk)
             for _ in range(self.repeat_count):
@@ -220,12 +220,12 @@ def dataset_question_keys(dataset: Any) -> list[str]:
             zip(dataset.data.column("db_id").to_pylist(), dataset.data.column("question").to_pylist(), strict=True)]
 
 
-def dataset_question_classes(dataset: Any) -> dict[str, str]:
-    """Each question's Spider hardness class ('' where it has none), by ``question_key``, from a ``datasets.Dataset``
-    with a 'hardness' column (spider_data's rows have one)."""
+def dataset_question_classes(dataset: Any) -> list[str]:
+    """The Spider hardness class ('' where it has none) of every row of a ``datasets.Dataset``, in row order, from
+    its 'hardness' column (spider_data's rows have one)."""
     if "hardness" not in dataset.column_names:
         raise ValueError("--defer_by_class needs each question's class: the training rows have no 'hardness' column")
-    return dict(zip(dataset_question_keys(dataset), dataset.data.column("hardness").to_pylist(), strict=True))
+    return dataset.data.column("hardness").to_pylist()
 
 
 def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None,
@@ -235,11 +235,11 @@ def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None,
     rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the checkpoint a resumed run
     continues (which holds its start adapter's history too) or else of the phase its start adapter came from.
     ``by_class``: questions never visited are deferred by their hardness class's recent groups (--defer_by_class)."""
-    sampler = InformativeSampler(dataset_question_keys(dataset), grpo.num_generations,
-                                 grpo.generation_batch_size // grpo.num_generations,
+    keys = dataset_question_keys(dataset)
+    classes = dict(zip(keys, dataset_question_classes(dataset), strict=True)) if by_class else None
+    sampler = InformativeSampler(keys, grpo.num_generations, grpo.generation_batch_size // grpo.num_generations,
                                  grpo.num_iterations * grpo.steps_per_generation, grpo.seed, signal=signal,
-                                 guided=guided,
-                                 question_classes=dataset_question_classes(dataset) if by_class else None)
+                                 guided=guided, question_classes=classes)
     for folder in (resumed_checkpoint, start_adapter):
         if folder is not None and sampler.load(folder):
             print(f"[train] question history of {len(sampler.records)} questions from {folder}", flush=True)

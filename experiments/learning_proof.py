@@ -85,7 +85,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 # train.py and python -m eval are imported where an arm runs (run_arm), not here: the registry and the report import
 # no trainer, so --report-only and --merge start without unsloth or torch.
-from proof_arms import ARMS, MAIN_LINE, Arm, start_chain, warm_up_of  # noqa: E402
+from proof_arms import ARMS, MAIN_LINE, Arm, shorter_twin_of, start_chain, warm_up_of  # noqa: E402
 from proof_report import HARDNESS, HARDNESS_LETTERS, measured, write_report  # noqa: E402
 
 DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
@@ -578,18 +578,6 @@ def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str |
         if evaluated:
             seconds += statistics.median(run["seconds"] - run["train_seconds"] for run in evaluated)
     return seconds, len(own), ", ".join(sorted({str(run.get("device", "unknown device")) for run in own}))
-
-
-def shorter_twin_of(arm: Arm) -> str | None:
-    """The arm of the most passes that ``arm``'s own divide, fewer than its own, with everything else alike (phase,
-    start, flags, questions): e.g. the plan-scale arm's half-length twin. None where there is none."""
-    twins = [(other.steps_times, name) for name, other in ARMS.items()
-             if other.steps_times < arm.steps_times and arm.steps_times % other.steps_times == 0
-             and (other.phase, other.start_from, other.steps_of, other.flags, other.optimizer_steps_per_generation,
-                  other.questions_times)
-             == (arm.phase, arm.start_from, arm.steps_of, arm.flags, arm.optimizer_steps_per_generation,
-                 arm.questions_times)]
-    return max(twins)[1] if twins else None
 
 
 def ablation_chain(arm: Arm) -> list[str]:

@@ -352,16 +352,28 @@ def warm_up_of(arm: Arm) -> str | None:
     return next((name for name in (arm.name, *start_chain(arm)) if ARMS[name].phase == "sft"), None)
 
 
+def _all_but_passes(arm: Arm) -> tuple:
+    """What two arms that differ only in their passes (``steps_times``) share: phase, start, flags, questions."""
+    return (arm.phase, arm.start_from, arm.steps_of, arm.flags, arm.optimizer_steps_per_generation,
+            arm.questions_times)
+
+
 def one_pass_of(arm: Arm) -> str | None:
     """The arm that makes one pass where ``arm`` makes ``steps_times`` (the same phase, start, flags and questions);
     None for an arm of one pass or one without such a twin."""
     if arm.steps_times == 1:
         return None
     return next((name for name, other in ARMS.items()
-                 if other.steps_times == 1 and (other.phase, other.start_from, other.steps_of, other.flags,
-                                                other.optimizer_steps_per_generation, other.questions_times)
-                 == (arm.phase, arm.start_from, arm.steps_of, arm.flags, arm.optimizer_steps_per_generation,
-                     arm.questions_times)), None)
+                 if other.steps_times == 1 and _all_but_passes(other) == _all_but_passes(arm)), None)
+
+
+def shorter_twin_of(arm: Arm) -> str | None:
+    """The arm of the most passes that ``arm``'s own divide, fewer than its own, with everything else alike (phase,
+    start, flags, questions): e.g. the plan-scale arm's half-length twin. None where there is none."""
+    twins = [(other.steps_times, name) for name, other in ARMS.items()
+             if other.steps_times < arm.steps_times and arm.steps_times % other.steps_times == 0
+             and _all_but_passes(other) == _all_but_passes(arm)]
+    return max(twins)[1] if twins else None
 
 
 def trains_its_own_warm_up(ablation: Arm) -> bool:
