@@ -449,13 +449,21 @@ def test_the_all_classes_warm_up_line_changes_only_the_warm_ups_classes() -> Non
 
 
 def test_the_guided_config_file_runs_the_measured_guided_arm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """configs/mixed_guided.yaml, the README's strongest measured mixed phase, sets what the guided arm ran with."""
+    """configs/mixed_guided.yaml, the README's strongest measured mixed phase, sets what the guided arm ran with,
+    for as long as it ran (the arm at the learning proof's scale, --mixed-steps 15)."""
     monkeypatch.chdir(EXPERIMENTS.parent)  # the file names its curriculum relative to the repo, as a user runs it
-    guided = proof_arms.ARMS["mixed-all-answers-guided-sft4x-lr5e-5-direct-fresh-2x"]
+    guided = proof_arms.ARMS["mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"]
     from_file, grpo, _ = train.parse_config(["--phase", "mixed", "--config", "configs/mixed_guided.yaml"])
-    from_arm, arm_grpo, _ = train.parse_config(["--phase", "mixed", *guided.flags])
-    for name in ("guide_unsolved", "group_signal", "sampling", "skip_warmup_questions"):
+    measured = replace(learning_proof.SCALES["epoch"], mixed_steps=15)
+    work = Path("/tmp/unused")
+    from_arm, arm_grpo, _ = train.parse_config(
+        learning_proof.train_argv(replace(guided, start_from=None), measured, work, BUILTIN_DATA_DIR, work, 31))
+    for name in ("guide_unsolved", "group_signal", "sampling", "skip_warmup_questions", "max_questions"):
         assert getattr(from_file, name) == getattr(from_arm, name), name
+    assert grpo.max_steps == arm_grpo.max_steps == 30
+    # The proof's micro-batch is larger than the L4's default; a step holds as many episodes either way.
+    assert (grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps
+            == arm_grpo.per_device_train_batch_size * arm_grpo.gradient_accumulation_steps == 96)
     assert Path(from_file.curriculum).resolve() == Path(from_arm.curriculum).resolve()
     assert (grpo.learning_rate, grpo.scale_rewards) == (arm_grpo.learning_rate, arm_grpo.scale_rewards) == (5e-5, "batch")
     assert from_file.guide_unsolved and load_curriculum(from_file.curriculum)[-1].hardness == (
