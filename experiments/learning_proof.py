@@ -551,15 +551,34 @@ def recorded_steps(run: dict[str, Any]) -> int | None:
     return None
 
 
+def generation_share(run: dict[str, Any]) -> float:
+    """The median share of a recorded GRPO run's step spent generating (its curves' ``rollout/generation_share``);
+    1 where it logged none, so that whatever scales its generation scales all of its time."""
+    shares = [point["rollout/generation_share"] for point in run.get("curves", [])
+              if "rollout/generation_share" in point]
+    return statistics.median(shares) if shares else 1.0
+
+
+def extra_generation(arm: Arm, timed_as: Arm, scale: Scale) -> float:
+    """The rows ``arm`` generates beyond ``timed_as``, as a share of its rows: --oversample_groups N adds N groups to
+    each generation round of the scale's prompt groups."""
+    def extra_groups(flags: tuple[str, ...]) -> int:
+        return int(flags[flags.index("--oversample_groups") + 1]) if "--oversample_groups" in flags else 0
+
+    return (extra_groups(arm.flags) - extra_groups(timed_as.flags)) / scale.grpo_prompts_per_step
+
+
 def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str | None, *, evaluate: bool,
-                     training_times: int = 1, steps: int | None = None) -> tuple[float, int, str] | None:
+                     training_times: int = 1, steps: int | None = None,
+                     more_generation: float = 0.0) -> tuple[float, int, str] | None:
     """What one run of ``arm`` took in the sessions recorded in ``results`` (runs and superseded ones of that scale
     and model, the model by its name or by its folder's path as the runs recorded them): the median training time,
     plus the median eval time where it is evaluated (the arm's own evaluated runs, else every evaluated run of the
     scale). Given ``steps``, a GRPO run's training time is scaled from the steps it ran to ``steps``; otherwise (or
     where a run's steps are not in its command) ``training_times`` over: an arm of that many passes timed from its
-    one-pass twin. Returns (seconds, runs it is the median of, their devices), or None where the arm never ran at
-    that scale."""
+    one-pass twin. ``more_generation``: the share of rows more that the arm timed this way generates (an oversampled
+    arm timed as its twin), which lengthens each run's generation, its logged share of the step. Returns (seconds,
+    runs it is the median of, their devices), or None where the arm never ran at that scale."""
     every = [*results["runs"].values(), *results.get("superseded", {}).values()]
     alike = [run for run in every
              if run.get("scale") == scale and (model is None or model in (run.get("model_name"), run.get("model")))]
@@ -569,7 +588,8 @@ def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str |
 
     def training(run: dict[str, Any]) -> float:
         ran = recorded_steps(run)
-        return run["train_seconds"] * (steps / ran if steps and ran else training_times)
+        seconds = run["train_seconds"] * (steps / ran if steps and ran else training_times)
+        return seconds * (1 + more_generation * generation_share(run))
 
     seconds = statistics.median(training(run) for run in own)
     if evaluate:
@@ -608,7 +628,9 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
         candidates = ((name, 1), *((ablated, 1) for ablated in ablation_chain(arm)), (twin, passes))
         timed = [(candidate, recorded) for candidate, times in candidates if candidate is not None
                  if (recorded := recorded_seconds(results, candidate, scale.name, model, evaluate=name not in train_only,
-                                                  training_times=times, steps=steps)) is not None]
+                                                  training_times=times, steps=steps,
+                                                  more_generation=extra_generation(arm, ARMS[candidate], scale)))
+                 is not None]
         if not timed:
             unknown.append(name)
             print(f"[estimate] {name}: never run at scale {scale.name}, nor an arm it ablates", flush=True)
@@ -616,6 +638,8 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
         timed_as, (seconds, runs, devices) = timed[0]
         total += seconds * len(seeds)
         how = f", its training x{passes}" if timed_as == twin else ""
+        more = extra_generation(arm, ARMS[timed_as], scale)
+        how += f", its generation x{1 + more:.2f}" if more else ""
         how += f", for {steps} steps" if steps else ""
         print(f"[estimate] {name}: {seconds:.0f} s a seed{'' if name not in train_only else ' (trained only)'} "
               f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}{how}; {devices})",

@@ -377,6 +377,13 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     half = "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"
     assert (f"{half}-plan: 850 s a seed (median of 1 run(s) of {half}, its training x2"
             in estimate_once_run(half, 400.0, f"{half}-plan"))
+    # The oversampled arm never run: its twin's training with the generation longer by the rows it adds (8 groups to
+    # the scale's 16 a round), by the share of the twin's step that generation took (all of it where none is logged).
+    oversampled = "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"
+    assert (f"{oversampled}: 650 s a seed (median of 1 run(s) of {half}, its generation x1.50"
+            in estimate_once_run(half, 400.0, oversampled))
+    results["runs"][f"{half}/seed1/epoch"]["curves"] = [{"rollout/generation_share": share} for share in (0.4, 0.5, 0.9)]
+    assert f"{oversampled}: 550 s a seed" in estimate_once_run(half, 400.0, oversampled)
 
 
 def test_the_fresh_two_pass_arm_draws_twice_the_unseen_questions_for_one_pass_of_as_many_steps() -> None:
