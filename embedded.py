@@ -146,6 +146,21 @@ def warmup_recipe(model_name: str) -> tuple[dict[str, Any], float]:
     return LORA_WARMUP, sft.SFT_LEARNING_RATE
 
 
+def embedded_phase_sft(agent: Any, grpo: Any, explicit: set[str]) -> tuple[Any, set[str]]:
+    """`--phase sft` in embedded mode: the warm-up the GRPO phases would train and cache for this model
+    (``warmup_recipe``), with what the user set kept. The embedded mode's 2 questions at a GPU warm-up's settings
+    teach SmolLM2 nothing (measured: one step, tool-call tag probability 0.00 -> 0.00). Returns the warm-up's
+    settings and the keys sft.run must take as given (the recipe's learning rate among them)."""
+    source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
+    settings, learning_rate = warmup_recipe(source["name"])
+    agent = dataclasses.replace(agent, **{name: value for name, value in settings.items() if name not in explicit})
+    if "learning_rate" not in explicit:
+        grpo.learning_rate = learning_rate
+    if "warmup_steps" not in explicit:
+        grpo.warmup_steps = 1  # a few steps in all: the ramp of a GPU warm-up would take most of them
+    return agent, explicit | {"learning_rate"}
+
+
 def embedded_warmup_dir(agent: Any) -> Path:
     """Where the warm-up of the embedded model is cached: by model, data, prompt and warm-up settings."""
     source = models.fetched_source(Path(agent.model)) or {"name": agent.model}

@@ -76,7 +76,8 @@ from batching import (  # noqa: E402
 )
 from curriculum import Phase, load_curriculum, select_phase  # noqa: E402
 from dynamic_sampling import GroupOversampler, oversampling_summary  # noqa: E402
-from embedded import check_model_choice, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode  # noqa: E402
+from embedded import (  # noqa: E402
+    check_model_choice, embedded_phase_sft, embedded_warmup_dir, embedded_warmup_model, enter_embedded_mode)
 from fewshot import FewShotPrompt, FewShotSchedulerCallback, training_questions  # noqa: E402
 from launch import check_launch, multi_process_oom_advice  # noqa: E402
 from merged_generation import MergedGenerationError  # noqa: E402
@@ -773,6 +774,8 @@ def warm_up(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> Pa
     """`--phase sft`: the supervised warm-up (sft.py) of a LoRA, or of every weight with --sft_full_finetune; no
     curriculum phase, no GRPO."""
     agent = sft.with_warmup_defaults(agent, explicit)
+    if agent.embedded:
+        agent, explicit = embedded_phase_sft(agent, grpo, explicit)
     if agent.dry_run:
         episodes = sft.warmup_conversations(agent, seed=grpo.seed)
         print(f"[train] dry run: {len(episodes)} oracle episodes of {agent.data_dir} for the warm-up; config and "

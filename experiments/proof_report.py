@@ -722,7 +722,10 @@ PAIRED_ARMS = (("sft", "easy"), ("easy", "mixed"), ("sft", "mixed"), ("easy", "m
                 "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x"),
                ("sft-4x-all", "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan"),
                ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x",
-                "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan"))
+                "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan"),
+               # the README's easy and mixed phases under train.py's defaults, and against the config's phase
+               ("sft-4x-all", "easy-sft4xall"), ("easy-sft4xall", "mixed-sft4xall"), ("sft-4x-all", "mixed-sft4xall"),
+               ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", "mixed-sft4xall"))
 
 
 def _arm_pairs(results: dict[str, Any]) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -677,6 +677,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan": "sft-4x-all",
+                        "easy-sft4xall": "sft-4x-all", "mixed-sft4xall": "sft-4x-all",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",
                         "mixed-informative-sft4x-3steps": "sft-4x",
                         "easy-sft4x-fresh": "sft-4x", "mixed-informative-sft4x-fresh": "sft-4x",
@@ -833,3 +834,27 @@ def test_an_eval_report_becomes_a_trained_only_runs_held_out_eval(tmp_path: Path
     figures.write_text(json.dumps(report))
     with pytest.raises(ValueError, match="evaluated {'max_new_tokens': 96}"):
         learning_proof.add_heldout(results, "sft/seed28/epoch", figures)
+
+
+def test_the_readme_flow_arms_run_train_py_defaults_but_for_length_and_the_curriculum_learning_rate() -> None:
+    """easy-sft4xall then mixed-sft4xall are `python train.py --phase easy` then `--phase mixed` from the
+    all-classes warm-up: every setting train.py would choose itself, except the proof's length and batch layout."""
+    one_epoch = replace(learning_proof.SCALES["epoch"], mixed_steps=30)
+    work = Path("/tmp/unused")
+    length_and_layout = {"model", "data_dir", "output_dir", "seed", "report_to", "max_steps", "warmup_steps",
+                         "max_completion_length", "save_steps", "max_questions", "per_device_train_batch_size",
+                         "gradient_accumulation_steps", "generation_batch_size", "steps_per_generation"}
+    for name, phase in (("easy-sft4xall", "easy"), ("mixed-sft4xall", "mixed")):
+        arm = proof_arms.ARMS[name]
+        argv = learning_proof.train_argv(replace(arm, start_from=None), one_epoch, work, BUILTIN_DATA_DIR, work, 32)
+        agent, grpo, _ = train.parse_config(argv)
+        default_agent, default_grpo, _ = train.parse_config(["--phase", phase])
+        changed = {field.name for settings, defaults in ((agent, default_agent), (grpo, default_grpo))
+                   for field in fields(settings) if field.name not in length_and_layout
+                   and getattr(settings, field.name) != getattr(defaults, field.name)}
+        # curriculum.yaml gives the mixed phase its rate when the phase is planned; the arm names the same one
+        assert changed == ({"learning_rate"} if phase == "mixed" else set()), (name, changed)
+        phase_rate = select_phase(load_curriculum(Path(agent.curriculum)), phase)[0].learning_rate
+        assert grpo.learning_rate == (phase_rate or default_grpo.learning_rate), name
+    assert proof_arms.ARMS["mixed-sft4xall"].start_from == "easy-sft4xall"
+    assert proof_arms.warm_up_of(proof_arms.ARMS["mixed-sft4xall"]) == "sft-4x-all"

@@ -1540,3 +1540,19 @@ def test_by_default_every_turn_generates_folded_and_training_sees_the_lora_attac
     assert seen["layers"] and seen["turns"] and all(seen["turns"])  # every turn of the rollout, folded
     assert not any(layer.merged_adapters for layer in seen["layers"])  # and training saw the adapters attached
     assert [layer.base_layer.weight.data_ptr() for layer in seen["layers"]] == seen["pointers"]
+
+
+def test_an_embedded_warm_up_phase_trains_as_the_phases_cached_warm_up_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--phase sft` in embedded mode takes the embedded warm-up's recipe (not the embedded run's 2 questions at a
+    GPU warm-up's settings, which taught SmolLM2 nothing); what the user sets wins."""
+    monkeypatch.setattr(train.models, "fetched_source", lambda path: {"name": embedded.EMBEDDED_MODEL})
+    argv = ["--phase", "sft", "--model", TINY_MODEL, "--embedded", "--dry-run", "--output_dir", str(tmp_path / "out")]
+    train.main(argv)
+    assert f"[train] dry run: {embedded.EMBEDDED_WARMUP['max_questions']} oracle episodes" in capsys.readouterr().out
+    train.main([*argv, "--max_questions", "5"])
+    assert "[train] dry run: 5 oracle episodes" in capsys.readouterr().out
+    agent, grpo, explicit = train.parse_config([*argv, "--sft_hardness", "medium"])
+    warm_up, given = embedded.embedded_phase_sft(agent, grpo, explicit)
+    assert (warm_up.sft_full_finetune, warm_up.max_questions, warm_up.sft_hardness) == (True, 16, ["medium"])
+    assert grpo.learning_rate == embedded.EMBEDDED_WARMUP_LEARNING_RATE and "learning_rate" in given
