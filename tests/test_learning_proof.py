@@ -382,7 +382,8 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     oversampled = "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x"
     assert (f"{oversampled}: 650 s a seed (median of 1 run(s) of {half}, its generation x1.50"
             in estimate_once_run(half, 400.0, oversampled))
-    results["runs"][f"{half}/seed1/epoch"]["curves"] = [{"rollout/generation_share": share} for share in (0.4, 0.5, 0.9)]
+    twin_curves = [{"rollout/generation_share": share} for share in (0.4, 0.5, 0.9)]
+    results["runs"][f"{half}/seed1/epoch"]["curves"] = twin_curves
     assert f"{oversampled}: 550 s a seed" in estimate_once_run(half, 400.0, oversampled)
 
 
