@@ -17,7 +17,7 @@ import copy
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -146,19 +146,28 @@ def warmup_recipe(model_name: str) -> tuple[dict[str, Any], float]:
     return LORA_WARMUP, sft.SFT_LEARNING_RATE
 
 
-def embedded_phase_sft(agent: Any, grpo: Any, explicit: set[str]) -> tuple[Any, set[str]]:
-    """`--phase sft` in embedded mode: the warm-up the GRPO phases would train and cache for this model
-    (``warmup_recipe``), with what the user set kept. The embedded mode's 2 questions at a GPU warm-up's settings
-    teach SmolLM2 nothing (measured: one step, tool-call tag probability 0.00 -> 0.00). Returns the warm-up's
-    settings and the keys sft.run must take as given (the recipe's learning rate among them)."""
+def with_warmup_recipe(agent: Any, grpo: Any, keep: Collection[str] = ()) -> tuple[Any, Any]:
+    """train.py's settings with this model's embedded warm-up recipe (``warmup_recipe``) in place of all but the
+    settings named in ``keep``: the agent's settings, and a copy of the GRPO ones at the recipe's learning rate with
+    a one-step ramp (a few steps in all: the ramp of a GPU warm-up would take most of them)."""
     source = models.fetched_source(Path(agent.model)) or {"name": agent.model}
     settings, learning_rate = warmup_recipe(source["name"])
-    agent = dataclasses.replace(agent, **{name: value for name, value in settings.items() if name not in explicit})
-    if "learning_rate" not in explicit:
+    agent = dataclasses.replace(agent, **{name: value for name, value in settings.items() if name not in keep})
+    grpo = copy.copy(grpo)  # TrainingArguments re-derives fields in __post_init__: copy, do not rebuild
+    if "learning_rate" not in keep:
         grpo.learning_rate = learning_rate
-    if "warmup_steps" not in explicit:
-        grpo.warmup_steps = 1  # a few steps in all: the ramp of a GPU warm-up would take most of them
-    return agent, explicit | {"learning_rate"}
+    if "warmup_steps" not in keep:
+        grpo.warmup_steps = 1
+    return agent, grpo
+
+
+def embedded_phase_sft(agent: Any, grpo: Any, explicit: set[str]) -> tuple[Any, Any, set[str]]:
+    """`--phase sft` in embedded mode: the warm-up the GRPO phases would train and cache for this model, with what
+    the user set kept. The embedded mode's 2 questions at a GPU warm-up's settings teach SmolLM2 nothing (measured:
+    one step, tool-call tag probability 0.00 -> 0.00). Returns the warm-up's settings and the keys sft.run must take
+    as given (the recipe's learning rate among them)."""
+    agent, grpo = with_warmup_recipe(agent, grpo, keep=explicit)
+    return agent, grpo, explicit | {"learning_rate"}
 
 
 def embedded_warmup_dir(agent: Any) -> Path:
@@ -191,14 +200,11 @@ def embedded_warmup_model(agent: Any, grpo: Any, explicit: set[str], load_model:
         return warmed
     print(f"[train] embedded warm-up: teaching {source['name']} the tool protocol on the oracle's episodes "
           f"(once, a few minutes; cached in {cache})", flush=True)
-    settings, learning_rate = warmup_recipe(source["name"])
-    warmup_agent = dataclasses.replace(agent, **settings)
-    warmup_grpo = copy.copy(grpo)  # TrainingArguments re-derives fields in __post_init__: copy, do not rebuild
-    warmup_grpo.output_dir, warmup_grpo.learning_rate = str(cache), learning_rate
-    warmup_grpo.warmup_steps = 1
-    model, tokenizer = load_model(warmup_agent, warmup_grpo, None, with_lora=not settings["sft_full_finetune"])
+    warmup_agent, warmup_grpo = with_warmup_recipe(agent, grpo)  # the whole recipe: the cache is keyed by it
+    warmup_grpo.output_dir = str(cache)
+    model, tokenizer = load_model(warmup_agent, warmup_grpo, None, with_lora=not warmup_agent.sft_full_finetune)
     saved = sft.run(warmup_agent, warmup_grpo, model, tokenizer, explicit | {"learning_rate"})
-    if not settings["sft_full_finetune"]:  # the GRPO phases train their own LoRA on the merged folder
+    if not warmup_agent.sft_full_finetune:  # the GRPO phases train their own LoRA on the merged folder
         from eval.checkpoint import load_checkpoint
 
         del model

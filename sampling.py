@@ -83,7 +83,7 @@ class InformativeSampler(Sampler[int]):
         if class_window < 4 or not 0.0 <= max_class_deferral < 1.0:
             raise ValueError(f"class_window must be at least 4 and max_class_deferral in [0, 1), got {class_window} "
                              f"and {max_class_deferral}")
-        missing = [key for key in question_keys if question_classes is not None and key not in question_classes]
+        missing = [key for key in question_keys if key not in question_classes] if question_classes is not None else []
         if missing:
             raise ValueError(f"{len(missing)} questions have no class, e.g. {missing[0]!r}")
         if signal not in GROUP_SIGNALS:

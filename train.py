@@ -775,7 +775,7 @@ def warm_up(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str]) -> Pa
     curriculum phase, no GRPO."""
     agent = sft.with_warmup_defaults(agent, explicit)
     if agent.embedded:
-        agent, explicit = embedded_phase_sft(agent, grpo, explicit)
+        agent, grpo, explicit = embedded_phase_sft(agent, grpo, explicit)
     if agent.dry_run:
         episodes = sft.warmup_conversations(agent, seed=grpo.seed)
         print(f"[train] dry run: {len(episodes)} oracle episodes of {agent.data_dir} for the warm-up; config and "

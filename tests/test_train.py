@@ -1553,6 +1553,6 @@ def test_an_embedded_warm_up_phase_trains_as_the_phases_cached_warm_up_does(
     train.main([*argv, "--max_questions", "5"])
     assert "[train] dry run: 5 oracle episodes" in capsys.readouterr().out
     agent, grpo, explicit = train.parse_config([*argv, "--sft_hardness", "medium"])
-    warm_up, given = embedded.embedded_phase_sft(agent, grpo, explicit)
+    warm_up, warm_up_grpo, given = embedded.embedded_phase_sft(agent, grpo, explicit)
     assert (warm_up.sft_full_finetune, warm_up.max_questions, warm_up.sft_hardness) == (True, 16, ["medium"])
-    assert grpo.learning_rate == embedded.EMBEDDED_WARMUP_LEARNING_RATE and "learning_rate" in given
+    assert warm_up_grpo.learning_rate == embedded.EMBEDDED_WARMUP_LEARNING_RATE and "learning_rate" in given
