@@ -28,6 +28,12 @@ log-probabilities are in the batch when the generation round is one optimizer st
 with them (an old policy's or a reference model's) the oracle's row would need its own, so ``check_supported``
 refuses those settings before any model loads. One process only, as for oversampling (launch.check_launch).
 
+With ``episodes_of`` (train.py --guide_recovery) an unsolved group in which an episode had a query refused trains
+on a recovery row instead: that episode's own tokens through the refusal's reply, kept as context (tool mask 0),
+then the gold query, its result and the answer (``policies.RecoveryPolicy``, replayed in the environment, whose
+replies must match the ones the model saw). The warm-up never shows a refused query, and after one the 1.5B never
+queried again; the oracle's whole episode starts where the model already went another way.
+
 With oversampling (dynamic_sampling.py, installed around guidance) every generated group, the extra ones too, is
 guided before the round's groups are chosen: a guided group has advantages that differ, and
 ``answers_after_guidance`` counts its oracle row right, so under either group signal it is chosen beside the groups
@@ -44,10 +50,10 @@ from typing import Any
 
 import torch
 
-from agent_env import SQLEnv, tool_methods
+from agent_env import EpisodeRecord, SQLEnv, tool_methods
 from batching import optimizer_steps_per_generation
 from chat_format import close_tool_call_turn, grpo_chat_template, render_ids, tool_call_text, tool_reply_ids
-from policies import OraclePolicy, play_episode
+from policies import OraclePolicy, RecoveryPolicy, ToolCall, play_episode
 from prompt import CLOSING_MESSAGE
 from training_logs import trl_advantages
 
@@ -97,6 +103,14 @@ def episode_row(tokenizer: Any, messages: list[dict[str, Any]], reward: float) -
     first_turn = next(index for index, message in enumerate(messages) if message["role"] == "assistant")
     prompt_ids = render_ids(tokenizer, messages[:first_turn], template=template, tools=tool_methods(SQLEnv()),
                             add_generation_prompt=True)
+    completion, mask = completion_tokens(tokenizer, template, messages, first_turn)
+    return OracleRow(prompt_ids, completion, mask, reward)
+
+
+def completion_tokens(tokenizer: Any, template: str, messages: list[dict[str, Any]],
+                      first_turn: int) -> tuple[list[int], list[int]]:
+    """The tool loop's completion tokens for ``messages[first_turn:]`` (an assistant turn first) and their tool
+    mask: each assistant turn (1) and the tool replies after it (0)."""
     completion: list[int] = []
     mask: list[int] = []
     position = first_turn
@@ -113,7 +127,32 @@ def episode_row(tokenizer: Any, messages: list[dict[str, Any]], reward: float) -
             reply = tool_reply_ids(tokenizer, template, replies)
             completion += reply
             mask += [0] * len(reply)
-    return OracleRow(prompt_ids, completion, mask, reward)
+    return completion, mask
+
+
+def reply_ends(tool_mask: Sequence[int], length: int) -> list[int]:
+    """Where each tool reply of a completion row ends (exclusive), within its first ``length`` tokens: the runs of
+    tool-mask 0, one per tool call the loop ran."""
+    ends = [index for index in range(1, length + 1)
+            if tool_mask[index - 1] == 0 and (index == length or tool_mask[index] == 1)]
+    return ends
+
+
+def first_refused_query(episode: EpisodeRecord) -> int | None:
+    """The index among the episode's calls of its first query SQLite (or the environment) refused, if any."""
+    return next((index for index, step in enumerate(episode.steps)
+                 if step.tool == "query" and step.error is not None and not step.after_episode), None)
+
+
+def recovery_messages(row: dict[str, Any], env: SQLEnv, prefix: Sequence[ToolCall]) -> tuple[list[dict[str, Any]],
+                                                                                                 float]:
+    """The episode that replays ``prefix`` (the model's calls through its refused query), then runs the gold query
+    and answers its result, closed by a short final turn, and its reward. Raises ValueError where it does not end
+    right (the step budget ran out, or the replay went otherwise)."""
+    transcript = play_episode(env, row, RecoveryPolicy(prefix=tuple(prefix)))
+    if not transcript.episode.is_correct:
+        raise ValueError(f"the recovery of {row['question']!r} did not answer right")
+    return transcript.messages + [{"role": "assistant", "content": CLOSING_MESSAGE}], env.get_reward()
 
 
 def unsolved_groups(answers: Sequence[bool], group_size: int) -> list[int]:
@@ -189,17 +228,22 @@ class OracleGuidance:
     guide/* per optimizer step through TRL's metrics."""
 
     def __init__(self, tokenizer: Any, env_factory: Callable[[], SQLEnv], rewards_of: Callable[[], list[float]],
-                 answers_of: Callable[[], list[bool]], scale_rewards: str) -> None:
+                 answers_of: Callable[[], list[bool]], scale_rewards: str,
+                 episodes_of: Callable[[], list[EpisodeRecord]] | None = None) -> None:
         """``rewards_of`` and ``answers_of``: each episode of the round just scored, its reward and whether it
-        answered right, in row order (the rollout logger's ``last_rewards`` and ``last_answers``)."""
+        answered right, in row order (the rollout logger's ``last_rewards`` and ``last_answers``). With
+        ``episodes_of`` (their records, the logger's ``last_episodes``: --guide_recovery), an unsolved group with a
+        refused query trains on its recovery instead of the oracle's whole episode (``recovery_row``)."""
         self.tokenizer = tokenizer
         self.env = env_factory()  # one environment for every oracle episode: each reset closes the last database
         self.rewards_of = rewards_of
         self.answers_of = answers_of
+        self.episodes_of = episodes_of
         self.scale_rewards = scale_rewards
         self._played: dict[str, OracleRow] = {}
         self.last_guided_rows: list[int] = []  # the rows of the round last scored that hold an oracle episode
         self.last_too_long = 0  # the round's unsolved groups left as they were: the oracle's episode did not fit
+        self.last_recovered = 0  # the round's unsolved groups guided by a recovery row
 
     def answers_after_guidance(self) -> list[bool]:
         """Whether each row of the round last scored answered right, an oracle's row counted right: what the
@@ -217,11 +261,53 @@ class OracleGuidance:
             self._played[key] = episode_row(self.tokenizer, messages, reward)
         return self._played[key]
 
+    def recovery_row(self, inputs: list[dict[str, Any]], output: dict[str, Any], rows: range,
+                     max_length: int | None) -> OracleRow | None:
+        """The first of ``rows`` (one group) whose episode had a query refused, as it should have gone on: its own
+        tokens through the refusal's reply, kept as context (tool mask 0: neither the mistake nor what led to it is
+        trained), then the gold query, its result and the answer, trained. None where no episode had one, or where
+        the row and its record disagree (a call without a reply), or the recovery does not fit ``max_length``.
+
+        The oracle's whole episode shows the right way from the start, a state the model rarely reaches after
+        the warm-up's habits; this row starts where the model went wrong: held-out, the 1.5B's refused episodes
+        never queried again and none ended right (50 of 614 questions, seed 32, docs/gpu.md 2026-12-07f)."""
+        episodes = self.episodes_of() if self.episodes_of is not None else []
+        tool_mask = output.get("tool_mask")
+        if len(episodes) != output["completion_ids"].shape[0] or tool_mask is None:
+            return None
+        last = rows[-1]
+        for index in rows:
+            episode = episodes[index]
+            refused = first_refused_query(episode)
+            if refused is None or unpadded_prompt(output, index) != unpadded_prompt(output, last):
+                continue
+            ends = reply_ends(tool_mask[index].tolist(), int(output["completion_mask"][index].sum()))
+            if len(ends) != len(episode.steps):
+                continue
+            prefix = [ToolCall(step.tool, step.arguments, imitated=False) for step in episode.steps[:refused + 1]]
+            try:
+                messages, reward = recovery_messages(inputs[index], self.env, prefix)
+            except ValueError:
+                continue
+            replayed = self.env.episode.steps[:refused + 1]
+            if [(step.output, step.error) for step in replayed] != [(step.output, step.error)
+                                                                    for step in episode.steps[:refused + 1]]:
+                continue  # the replies would not be the ones the model's tokens go on from
+            turns = [position for position, message in enumerate(messages) if message["role"] == "assistant"]
+            continuation, mask = completion_tokens(self.tokenizer, grpo_chat_template(self.tokenizer), messages,
+                                                   turns[refused + 1])
+            cut = ends[refused]
+            completion = output["completion_ids"][index, :cut].tolist() + continuation
+            if max_length is not None and len(completion) > max_length:
+                continue
+            return OracleRow(unpadded_prompt(output, last), completion, [0] * cut + mask, reward)
+        return None
+
     def guided_output(self, inputs: list[dict[str, Any]], output: dict[str, Any], group_size: int,
                       max_length: int | None = None) -> tuple[dict[str, Any], int]:
         """The scored batch with each unsolved group's last row replaced (where the oracle's completion fits
         ``max_length`` tokens), and how many groups were."""
-        self.last_guided_rows, self.last_too_long = [], 0
+        self.last_guided_rows, self.last_too_long, self.last_recovered = [], 0, 0
         answers, rewards = self.answers_of(), self.rewards_of()
         if len(answers) != len(inputs) or len(rewards) != len(inputs):
             raise ValueError(f"{len(answers)} answers and {len(rewards)} rewards for {len(inputs)} scored rows")
@@ -236,6 +322,12 @@ class OracleGuidance:
         replacements = {}
         for group in unsolved_groups(answers, group_size):
             index = group * group_size + group_size - 1
+            recovery = (self.recovery_row(inputs, output, range(index - group_size + 1, index + 1), max_length)
+                        if self.episodes_of is not None else None)
+            if recovery is not None:
+                replacements[index] = recovery
+                self.last_recovered += 1
+                continue
             oracle = self.oracle_row(inputs[index])
             if max_length is not None and len(oracle.completion_ids) > max_length:
                 self.last_too_long += 1
@@ -266,6 +358,8 @@ class OracleGuidance:
             metrics["guide/guided_groups"].append(count * rounds_per_step)
             metrics["guide/guided_share"].append(count / (len(inputs) // group_size))
             metrics["guide/too_long_groups"].append(self.last_too_long * rounds_per_step)
+            if self.episodes_of is not None:
+                metrics["guide/recovery_groups"].append(self.last_recovered * rounds_per_step)
             return guided
 
         trainer._generate_and_score_completions = score_with_guidance

@@ -250,6 +250,18 @@ class RetryPolicy(OraclePolicy):
 
 
 @dataclass
+class RecoveryPolicy(OraclePolicy):
+    """The model's own calls up to a query SQLite refused, replayed as they were (context, not imitated), then the
+    oracle's gold query and answer: how that episode should have gone on (oracle_guidance.py's recovery rows)."""
+
+    name: str = "recovery"
+    prefix: tuple[ToolCall, ...] = ()
+
+    def plan(self, row: dict[str, Any]) -> list[ToolCall]:
+        return [*self.prefix, *(call for call in super().plan(row) if call.name != "describe")]
+
+
+@dataclass
 class RandomPolicy:
     """Samples a random table and answers with one random cell from what it saw."""
 

@@ -308,6 +308,17 @@ class AgentConfig(sft.WarmupConfig):
                           "counts as one with spread (and, for --group_signal answers, as one with a right answer) "
                           "when the round's groups are chosen."},
     )
+    guide_recovery: bool = field(
+        default=False,
+        metadata={"help": "With oracle guidance: an unsolved group in which an episode had a query refused trains, in "
+                          "its guided row, on that episode's own turns through the refusal (kept as context, not "
+                          "trained) followed by the gold query and the answer (trained), instead of the oracle's whole "
+                          "episode: a retry from where the model went wrong. Held-out, the real 1.5B never queried "
+                          "again after a refused query and none of those episodes ended right (50 of 614 questions, "
+                          "seed 32, docs/gpu.md 2026-12-07f); the warm-up's episodes never show one. "
+                          "guide/recovery_groups logs how many groups it guided. Not yet measured on a GPU (learning "
+                          "proof arm mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x)."},
+    )
     rollouts_logged_per_step: int = field(
         default=2, metadata={"help": "Episodes per step written to rollouts.jsonl (best and worst of a group)."}
     )
@@ -582,7 +593,8 @@ def build_trainer(
     guidance = None
     if agent.guide_unsolved:  # installed first, so that the oversampler around it chooses among guided groups
         guidance = OracleGuidance(tokenizer, environment_factory, lambda: rollout_logger.last_rewards,
-                                  lambda: rollout_logger.last_answers, grpo.scale_rewards)
+                                  lambda: rollout_logger.last_answers, grpo.scale_rewards,
+                                  (lambda: rollout_logger.last_episodes) if agent.guide_recovery else None)
         guidance.install(trainer)
     if agent.oversample_groups:  # the extra questions, too, skip those the informative sampler would defer
         would_defer = rollout_logger.sampler.should_defer if informative else None
@@ -671,6 +683,10 @@ def read_settings(argv: list[str]) -> tuple[AgentConfig, AgentGRPOConfig, set[st
         raise SetupError(str(error)) from error
     if embedded_reason is not None:
         enter_embedded_mode(agent, grpo, explicit, embedded_reason)
+    if agent.guide_recovery and not agent.guide_unsolved and agent.phase != sft.PHASE_NAME:
+        raise SetupError("--guide_recovery shapes oracle guidance's rows, and guidance is off for this run "
+                         "(--guide_unsolved false, embedded mode, or settings it cannot run with, said above): give "
+                         "--guide_unsolved true as well, or drop --guide_recovery")
     return agent, grpo, explicit, curriculum
 
 
@@ -746,6 +762,9 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
         description += "\n  questions not yet visited wait by their class's recent groups (--defer_by_class)"
     description += ("\n  oracle guidance: a group with no right answer trains on the oracle's episode in its last row "
                     "(--guide_unsolved false: off)" if agent.guide_unsolved else "\n  oracle guidance off")
+    if agent.guide_unsolved and agent.guide_recovery:
+        description += ("\n  recovery rows: where an episode of such a group had a query refused, its row goes on "
+                        "from that refusal with the gold query (--guide_recovery)")
     return PhasePlan(phase, epochs_before_phase, checkpoint, dataset, fewshot, start_adapter, warmup, out_dir,
                      description)
 

@@ -34,6 +34,7 @@ from typing import Any
 from accelerate.utils import gather_object
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from agent_env import EpisodeRecord
 from batching import optimizer_steps_per_generation
 from episode_stats import EpisodeOutcome, episode_outcome, episode_stats
 from prompt import FEWSHOT_HEADER
@@ -213,6 +214,7 @@ class RolloutLogger(TrainerCallback):
         self.scale_rewards = scale_rewards  # GRPOConfig's: how TRL scales the advantages these rewards become
         self.last_answers: list[bool] = []  # whether each episode of the batch scored last answered right
         self.last_rewards: list[float] = []  # and its reward (the environment's, TRL's only weighted one)
+        self.last_episodes: list[EpisodeRecord] = []  # and what it did (oracle guidance's recovery rows read it)
         self.sampler = sampler  # told every scored group, so it can defer questions that taught nothing
         self.group_size = group_size
         self.rollouts_per_step = rollouts_per_step
@@ -248,6 +250,7 @@ class RolloutLogger(TrainerCallback):
         prompts, completions, episodes, rewards, levels, keys = (list(column) for column in zip(*gather_object(local)))
         self.last_answers = [episode.is_correct for episode in episodes]
         self.last_rewards = list(rewards)
+        self.last_episodes = list(episodes)
         if self.sampler is not None:
             self.sampler.record(keys, rewards, self.last_answers)
         outcomes = [episode_outcome(episode, completion if isinstance(completion, list) else [])

@@ -270,6 +270,14 @@ ARMS = {
         "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
         (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--defer_by_class"),
         ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
+    # Guidance that goes on from where the model went wrong: an unsolved group with a refused query trains on that
+    # episode's own turns through the refusal (context) followed by the gold query and the answer (train.py
+    # --guide_recovery). Held-out, the 1.5B's refused episodes never queried again and none ended right (50 of 614
+    # questions after this phase, 24 of them answering with the SQL text; seed 32, 2026-12-07f).
+    "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x": Arm(
+        "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
+        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--guide_recovery"),
+        ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
     # The guided phase from the all-classes warm-up at the plan's scale: 4x the scale's mixed steps (under
     # --mixed-steps 15, 60 steps of 16 groups: 960 prompts, about the plan's two mixed epochs of 467), one pass over
     # its 934 questions, where the arm above makes half of one (issue 29: the plan's epochs, measured).

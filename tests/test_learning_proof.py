@@ -447,6 +447,11 @@ def test_the_all_classes_warm_up_line_changes_only_the_warm_ups_classes() -> Non
     assert lever_of(oversampled.name) == "--oversample_groups 8" and proof_arms.warm_up_of(oversampled) == "sft-4x-all"
     by_class = proof_arms.ARMS["mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x"]
     assert by_class.ablates == oversampled.ablates and lever_of(by_class.name) == "--defer_by_class"
+    recovery = proof_arms.ARMS["mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x"]
+    assert recovery.ablates == oversampled.ablates and lever_of(recovery.name) == "--guide_recovery"
+    recovery_agent, _, _ = train.parse_config(learning_proof.train_argv(replace(recovery, start_from=None), scale,
+                                                                        work, BUILTIN_DATA_DIR, work, 30))
+    assert recovery_agent.guide_unsolved and recovery_agent.guide_recovery
     # At the plan's scale: the same flags, twice the steps over the same questions (one pass of them).
     plan, half = (proof_arms.ARMS[name] for name in ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan",
                                                        "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"))
@@ -677,6 +682,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
+                        "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan": "sft-4x-all",
                         "easy-sft4xall": "sft-4x-all", "mixed-sft4xall": "sft-4x-all",
                         "easy-sft4x-vllm": "sft-4x", "mixed-informative-sft4x-lr5e-5-vllm": "sft-4x",

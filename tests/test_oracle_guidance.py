@@ -21,15 +21,19 @@ from launch import check_launch  # noqa: E402
 from oracle_guidance import (  # noqa: E402
     OracleGuidance,
     OracleRow,
+    assistant_turn_ids,
     check_supported,
     episode_row,
     oracle_messages,
     replace_rows,
+    reply_ends,
     unsolved_groups,
 )
+from policies import OraclePolicy, RecoveryPolicy, ToolCall, play_episode  # noqa: E402
 from spider_data import BUILTIN_DATA_DIR, load_split, to_grpo_rows  # noqa: E402
 from training_logs import trl_advantages  # noqa: E402
-from tests.test_train import ScriptedAgent, read_jsonl  # noqa: E402
+from sql_structure import tables_used  # noqa: E402
+from tests.test_train import ScriptedAgent, read_jsonl, tool_call  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -221,6 +225,126 @@ def test_the_oversampler_sees_an_oracle_row_as_a_right_answer() -> None:
     assert solved.last_guided_rows == [] and solved.answers_after_guidance() == [True, False, True, False]
 
 
+# --- recovery rows ---------------------------------------------------------------------------------
+
+
+class ScriptedCalls(OraclePolicy):
+    """A model's episode, scripted: these calls and nothing else."""
+
+    def __init__(self, calls: list[ToolCall]) -> None:
+        super().__init__()
+        self.calls = calls
+
+    def plan(self, row: dict[str, Any]) -> list[ToolCall]:
+        return list(self.calls)
+
+
+def played_row(tokenizer: Any, row: dict[str, Any], calls: list[ToolCall]) -> tuple[OracleRow, Any]:
+    """One scripted episode as the tool loop's row (its tokens rendered as the oracle's are) and its record."""
+    env = SQLEnv()
+    transcript = play_episode(env, row, ScriptedCalls(calls))
+    return episode_row(tokenizer, transcript.messages, env.get_reward()), transcript.episode
+
+
+def group_batch(rows: list[OracleRow], rewards: list[float], pad_id: int) -> dict[str, Any]:
+    """TRL's scored batch for one group of these rows (right-padded completions, group-scaled advantages)."""
+    width = max(len(row.completion_ids) for row in rows)
+    completion_mask = torch.tensor([[1] * len(row.completion_ids) + [0] * (width - len(row.completion_ids))
+                                    for row in rows])
+    tool_mask = torch.tensor([row.tool_mask + [1] * (width - len(row.tool_mask)) for row in rows])
+    return {
+        "prompt_ids": torch.tensor([row.prompt_ids for row in rows]),
+        "prompt_mask": torch.ones(len(rows), len(rows[0].prompt_ids), dtype=torch.long),
+        "completion_ids": torch.tensor([row.completion_ids + [pad_id] * (width - len(row.completion_ids))
+                                        for row in rows]),
+        "completion_mask": completion_mask,
+        "tool_mask": tool_mask,
+        "advantages": torch.tensor(trl_advantages(rewards, len(rows), "group")),
+        "num_items_in_batch": (completion_mask * tool_mask).sum(),
+    }
+
+
+def test_the_recovery_policy_replays_the_models_calls_then_plays_the_gold_query(row: dict[str, Any]) -> None:
+    wrong = ToolCall("query", {"sql": "SELECT no_such_column FROM " + row["gold_sql"].split("FROM")[1].split()[0]},
+                     imitated=False)
+    transcript = play_episode(SQLEnv(), row, RecoveryPolicy(prefix=(wrong,)))
+    steps = transcript.episode.steps
+    assert [step.tool for step in steps] == ["query", "query", "answer"] and steps[0].error is not None
+    assert steps[1].arguments == {"sql": row["gold_sql"]} and transcript.episode.is_correct
+
+
+def test_an_unsolved_group_with_a_refused_query_trains_on_its_recovery(tokenizer: Any, row: dict[str, Any]) -> None:
+    table = row["gold_sql"].split("FROM")[1].split()[0]
+    refused_calls = [ToolCall("describe", {"table": table}), ToolCall("query", {"sql": f"SELECT no_such_column FROM {table}"}),
+                     ToolCall("answer", {"value": "no idea"})]
+    refused, refused_record = played_row(tokenizer, row, refused_calls)
+    plain, plain_record = played_row(tokenizer, row, [ToolCall("answer", {"value": "no idea"})])
+    assert refused_record.steps[1].error is not None and not refused_record.is_correct
+    rewards = [refused.reward, plain.reward]
+    pad_id = tokenizer.pad_token_id
+    guide = OracleGuidance(tokenizer, SQLEnv, lambda: rewards, lambda: [False, False], "group",
+                           episodes_of=lambda: [refused_record, plain_record])
+    batch = group_batch([refused, plain], rewards, pad_id)
+    guided, count = guide.guided_output([row, row], batch, group_size=2)
+    assert count == 1 and guide.last_recovered == 1 and guide.last_guided_rows == [1]
+    cut = reply_ends(refused.tool_mask, len(refused.tool_mask))[1]  # the refused query's reply ends here
+    length = int(guided["completion_mask"][1].sum())
+    tokens, mask = guided["completion_ids"][1, :length].tolist(), guided["tool_mask"][1, :length].tolist()
+    # the model's own turns through the refusal, as context only; then the gold query, trained
+    assert tokens[:cut] == refused.completion_ids[:cut] and mask[:cut] == [0] * cut
+    gold_turn = assistant_turn_ids(tokenizer, {"role": "assistant", "tool_calls": [
+        {"type": "function", "function": {"name": "query", "arguments": {"sql": row["gold_sql"]}}}]})
+    assert tokens[cut:cut + len(gold_turn)] == gold_turn and mask[cut:cut + len(gold_turn)] == [1] * len(gold_turn)
+    assert tokenizer.decode(tokens[cut:]).count("<tool_call>") == 2  # the query and the answer
+    advantages = guided["advantages"].tolist()
+    assert advantages[0] < 0 < advantages[1]  # the recovery, right, pushes the refused episode down
+    # without the records, or where no episode had a query refused, the group trains on the oracle's whole episode
+    oracle = episode_row(tokenizer, *oracle_messages(row, SQLEnv()))
+    for records in (None, [plain_record, plain_record]):
+        guide = OracleGuidance(tokenizer, SQLEnv, lambda: rewards, lambda: [False, False], "group",
+                               episodes_of=None if records is None else (lambda records=records: records))
+        guided, count = guide.guided_output([row, row], batch, group_size=2)
+        assert count == 1 and guide.last_recovered == 0
+        assert guided["completion_ids"][1, :len(oracle.completion_ids)].tolist() == oracle.completion_ids
+
+
+def test_a_recovery_that_does_not_fit_or_whose_row_lacks_a_reply_is_left_out(tokenizer: Any,
+                                                                            row: dict[str, Any]) -> None:
+    table = row["gold_sql"].split("FROM")[1].split()[0]
+    refused, record = played_row(tokenizer, row, [ToolCall("query", {"sql": f"SELECT no_such_column FROM {table}"}),
+                                                  ToolCall("answer", {"value": "no idea"})])
+    rewards = [refused.reward, refused.reward]
+    first_reply_end = reply_ends(refused.tool_mask, len(refused.tool_mask))[0]
+    truncated = OracleRow(refused.prompt_ids, refused.completion_ids[:first_reply_end - 1],
+                          refused.tool_mask[:first_reply_end - 1], refused.reward)  # cut inside the refusal's reply
+
+    def guide() -> OracleGuidance:
+        return OracleGuidance(tokenizer, SQLEnv, lambda: rewards, lambda: [False, False], "group",
+                              episodes_of=lambda: [record, record])
+
+    whole = guide().recovery_row([row, row], group_batch([refused, refused], rewards, tokenizer.pad_token_id),
+                                 range(0, 2), None)
+    assert whole is not None
+    budget = len(whole.completion_ids) - 1
+    assert guide().recovery_row([row, row], group_batch([refused, refused], rewards, tokenizer.pad_token_id),
+                                range(0, 2), budget) is None
+    # a row whose tool replies do not match its record's calls (here: the reply cut short) is not continued
+    assert guide().recovery_row([row, row], group_batch([truncated, truncated], rewards, tokenizer.pad_token_id),
+                                range(0, 2), None) is None
+    oracle = episode_row(tokenizer, *oracle_messages(row, SQLEnv()))
+    guided, count = (guiding := guide()).guided_output([row, row], group_batch([truncated, truncated], rewards,
+                                                                                tokenizer.pad_token_id), group_size=2)
+    assert count == 1 and guiding.last_recovered == 0  # the oracle's whole episode instead
+    assert guided["completion_ids"][1, :len(oracle.completion_ids)].tolist() == oracle.completion_ids
+
+
+def test_recovery_rows_need_guidance_and_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(train.SetupError, match="--guide_recovery shapes oracle guidance's rows, and guidance is off"):
+        train.main(["--output_dir", str(tmp_path / "out"), "--guide_recovery", "--guide_unsolved", "false",
+                    "--phase", "easy", "--dry-run"])
+    assert not (tmp_path / "out").exists()
+
+
 # --- a real run ----------------------------------------------------------------------------------
 
 
@@ -265,6 +389,36 @@ def test_unsolved_groups_teach_nothing_unless_guided(tmp_path: Path, tiny_model_
         oracle_text = tokenizer.decode(output["completion_ids"][1][output["completion_mask"][1].bool()])
         assert '"name": "answer"' in oracle_text and "certainly wrong" not in oracle_text
         assert step["grad_norm"] > 0.0
+
+
+class RefusedQueryAgent(ScriptedAgent):
+    """Describes the table, sends a query SQLite refuses, answers wrong, then calls once more after the episode."""
+
+    def turn(self, text: str, generation: int) -> str:
+        scripted = super().turn(text, 1)
+        if '"name": "sample"' in scripted:
+            question = next(q for q in self.gold if q in text.split("<|im_start|>user", 1)[1])
+            table = tables_used(self.gold[question].gold_sql)[0]
+            return tool_call("query", sql=f"SELECT no_such_column FROM {table}")
+        return scripted
+
+
+@pytest.mark.slow
+def test_a_refused_episodes_group_trains_on_its_recovery_through_trl(tmp_path: Path, tiny_model_dir: Path) -> None:
+    steps, trained = two_steps(RefusedQueryAgent(), tmp_path, tiny_model_dir, "--guide_unsolved", "true",
+                               "--guide_recovery")
+    tokenizer = agent_tokenizer(tiny_model_dir)
+    for output, step in zip(trained, steps, strict=True):
+        assert step["guide/recovery_groups"] == 1 and step["guide/guided_groups"] == 1
+        length = int(output["completion_mask"][1].sum())
+        tokens, mask = output["completion_ids"][1][:length], output["tool_mask"][1][:length]
+        context, trained_text = tokenizer.decode(tokens[mask == 0]), tokenizer.decode(tokens[mask == 1])
+        # the model's describe and refused query are context; what is trained goes on from the refusal
+        assert "no_such_column" in context and "no such column" in context and "no_such_column" not in trained_text
+        assert trained_text.count("<tool_call>") == 2 and '"name": "answer"' in trained_text
+        assert '"name": "describe"' not in trained_text and "certainly wrong" not in tokenizer.decode(tokens)
+        advantages = output["advantages"].tolist()
+        assert advantages[0] < 0 < advantages[1] and step["grad_norm"] > 0.0
 
 
 def agent_tokenizer(folder: Path) -> Any:
