@@ -133,9 +133,8 @@ def completion_tokens(tokenizer: Any, template: str, messages: list[dict[str, An
 def reply_ends(tool_mask: Sequence[int], length: int) -> list[int]:
     """Where each tool reply of a completion row ends (exclusive), within its first ``length`` tokens: the runs of
     tool-mask 0, one per tool call the loop ran."""
-    ends = [index for index in range(1, length + 1)
+    return [index for index in range(1, length + 1)
             if tool_mask[index - 1] == 0 and (index == length or tool_mask[index] == 1)]
-    return ends
 
 
 def first_refused_query(episode: EpisodeRecord) -> int | None:
@@ -281,9 +280,10 @@ class OracleGuidance:
             refused = first_refused_query(episode)
             if refused is None or unpadded_prompt(output, index) != unpadded_prompt(output, last):
                 continue
-            ends = reply_ends(tool_mask[index].tolist(), int(output["completion_mask"][index].sum()))
-            if len(ends) != len(episode.steps):
-                continue
+            length = int(output["completion_mask"][index].sum())
+            ends = reply_ends(tool_mask[index].tolist(), length)
+            if len(ends) != len(episode.steps) or ends[refused] == length:
+                continue  # a call without its reply, or the refusal's reply last: cut by the completion budget
             prefix = [ToolCall(step.tool, step.arguments, imitated=False) for step in episode.steps[:refused + 1]]
             try:
                 messages, reward = recovery_messages(inputs[index], self.env, prefix)
