@@ -420,6 +420,9 @@ def guidance_summary(log_history: list[dict[str, Any]]) -> str | None:
         return None
     line = (f"oracle guidance: {sum(guided):.0f} all-wrong groups trained on the oracle's episode in one row, "
             f"{statistics.fmean(shares):.0%} of the groups of a step on average")
+    recovered = [entry["guide/recovery_groups"] for entry in log_history if "guide/recovery_groups" in entry]
+    if recovered:
+        line += f" ({sum(recovered):.0f} of them on a recovery from one of their refused queries, --guide_recovery)"
     if round(too_long):
         line += f"; {too_long:.0f} all-wrong groups left unguided, their oracle episode longer than --max_completion_length"
         if not round(sum(guided)):

@@ -419,6 +419,9 @@ def test_a_refused_episodes_group_trains_on_its_recovery_through_trl(tmp_path: P
         assert '"name": "describe"' not in trained_text and "certainly wrong" not in tokenizer.decode(tokens)
         advantages = output["advantages"].tolist()
         assert advantages[0] < 0 < advantages[1] and step["grad_norm"] > 0.0
+    from training_logs import guidance_summary
+    assert "(2 of them on a recovery from one of their refused queries, --guide_recovery)" in str(
+        guidance_summary(steps))
 
 
 def agent_tokenizer(folder: Path) -> Any:
