@@ -364,6 +364,7 @@ CURVE_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "episode/post_epis
               "rollout/episodes_per_s",
               "episode/groups_all_correct", "episode/groups_none_correct", "episode/zero_advantage_groups",
               "episode/shaping_only_groups", "episode/shaping_only_advantage", "sampler/deferred",
+              "sampler/deferred_by_class",
               "oversample/generated_groups", "oversample/trained_zero_advantage_share")
 
 

@@ -265,7 +265,8 @@ ARMS = {
         ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
     # The same groups' slots steered by class instead (no extra generation): a question not yet visited waits with
     # the probability that its class's recent groups taught nothing. From that warm-up 25-31% of the groups scored
-    # alike, mostly all right (two seeds, 2026-12-07c, d).
+    # alike, mostly all right (two seeds, 2026-12-07c, d). Seed 32: 74.9% held-out against its twin's 71.8% from the
+    # same warm-up (31 gained, 12 lost), though no fewer groups scored alike (2026-12-07g).
     "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x": Arm(
         "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
         (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--defer_by_class"),
@@ -273,7 +274,8 @@ ARMS = {
     # Guidance that goes on from where the model went wrong: an unsolved group with a refused query trains on that
     # episode's own turns through the refusal (context) followed by the gold query and the answer (train.py
     # --guide_recovery). Held-out, the 1.5B's refused episodes never queried again and none ended right (50 of 614
-    # questions after this phase, 24 of them answering with the SQL text; seed 32, 2026-12-07f).
+    # questions after this phase, 24 of them answering with the SQL text; seed 32, 2026-12-07f). With it every refused
+    # episode queried again, but only 4 of 56 then ended right: 72.3% against its twin's 71.8% (2026-12-07g).
     "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x": Arm(
         "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
         (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--guide_recovery"),

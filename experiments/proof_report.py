@@ -986,7 +986,8 @@ def signal_rows(results: dict[str, Any]) -> list[str]:
     but whose shaped rewards differ; one with no spread at all. Under TRL's scale_rewards='group' the second kind
     gets advantages as large as the first's; the last column says what share of the summed |advantage| they got
     (logged since 2026-12-05h); then how many questions a step the informative sampler passed over, its last group
-    having taught nothing (0 under plain sampling, and in a first pass over questions it has no history of)."""
+    having taught nothing (0 under plain sampling, and in a first pass over questions it has no history of), and
+    under --defer_by_class how many it passed over by their class's recent groups."""
     rows = []
     for arm in report_lines(results):
         runs = [run for run in runs_of(results, arm) if shaping_only_curve(run)]
@@ -998,7 +999,11 @@ def signal_rows(results: dict[str, Any]) -> list[str]:
             whole, tail = phase_and_last_tenth(runs, series)
             cells.append(f"{_cell(whole).split(' (n=')[0]} ({_cell(tail).split(' (n=')[0]})" if whole else "not logged")
         whole, tail = phase_and_last_tenth(runs, functools.partial(curve, key="sampler/deferred"))
-        cells.append(f"{statistics.fmean(whole):.1f} ({statistics.fmean(tail):.1f})" if whole else "not logged")
+        deferred = f"{statistics.fmean(whole):.1f} ({statistics.fmean(tail):.1f})" if whole else "not logged"
+        whole, tail = phase_and_last_tenth(runs, functools.partial(curve, key="sampler/deferred_by_class"))
+        if whole:
+            deferred += f" + {statistics.fmean(whole):.1f} ({statistics.fmean(tail):.1f}) by class"
+        cells.append(deferred)
         rows.append(f"| {arm} | {len(runs)} | " + " | ".join(cells) + " |")
     return rows
 
@@ -1255,7 +1260,8 @@ def write_report(results: dict[str, Any], report_path: Path, figures_dir: Path, 
                        "advantages are as large as those of a group whose answers differ; the fifth column is their "
                        "share of the advantages' summed absolute values (logged from 2026-12-05h on); the last, the "
                        "questions a step the informative sampler passed over because their last group taught "
-                       "nothing (a first pass over questions it has no history of defers none):"), "",
+                       "nothing (a first pass over questions it has no history of defers none), and under "
+                       "--defer_by_class those it passed over by their class's recent groups:"), "",
                   "| arm | runs | answers differ | shaping only | no spread | advantage weight on shaping only | "
                   "questions deferred a step |",
                   "|---|---|---|---|---|---|---|", *signal]

@@ -496,6 +496,11 @@ def test_the_groups_spread_is_split_into_answers_shaping_and_none() -> None:
                                       for step, entry in enumerate(logged["curves"])])
     [row] = proof_report.signal_rows({"runs": {"mixed/seed3/gpu": two_passes}})
     assert row.endswith("| 25.0% (25.0%) | 2.0 (4.0) |")
+    # --defer_by_class's own deferrals of questions never visited, beside them
+    by_class = dict(logged, curves=[{**entry, "sampler/deferred": 0.0, "sampler/deferred_by_class": float(step)}
+                                    for step, entry in enumerate(logged["curves"])])
+    [row] = proof_report.signal_rows({"runs": {"mixed/seed4/gpu": by_class}})
+    assert row.endswith("| 0.0 (0.0) + 4.5 (9.0) by class |")
 
 
 def test_the_plan_scale_targets_are_read_line_by_line_against_each_seeds_own_warm_up() -> None:
