@@ -63,7 +63,9 @@
 #                  .adapters/NAME/ (ignored): to look at an adapter off the GPU, or to bring it back to a machine
 #                  started again in the same session. Across sessions only where this checkout's ignored folders
 #                  last, which nothing promises: they did through 2026-12-05, and 2026-12-06 began on a new checkout
-#                  without them; restore checks every piece (arms to compare still run from one warm-up)
+#                  without them; restore checks every piece (arms to compare still run from one warm-up).
+#                  KEEP_WAIT=SECONDS: an arm still training in the background: wait up to SECONDS for its adapter
+#                  (whole, unchanged for 10 s), so that it comes back before its eval can outrun the budget
 #   restore NAME DEST  with .adapters/NAME's pieces carried (over as many calls as they need: each call adds its
 #                  pieces; three of 15 MiB a call, since a call's 64 MiB counts the working tree too), once all
 #                  are there and match their checksums, unpack them into DEST
@@ -142,6 +144,19 @@ until_ended() {  # the shell loops that wait while background runs NAMES ("a b")
   for name in $1; do loops+=("while kill -0 \$(cat $runs/$name.pid) 2>/dev/null; do sleep 5; done"); done
   local IFS=";"; echo "${loops[*]}"
 }
+adapter_written() {  # adapter_written DIR SECONDS: wait up to SECONDS until DIR holds a whole adapter, its files
+  # unchanged for KEEP_QUIET seconds (a trainer writes the weights, the config and the tokenizer one after another)
+  local dir=$1 deadline=$((SECONDS + $2)) quiet=${KEEP_QUIET:-10}
+  while true; do
+    if [ -f "$dir/adapter_config.json" ] && [ -f "$dir/adapter_model.safetensors" ] \
+        && [ -z "$(find "$dir" -newermt "-$quiet seconds" -print -quit)" ]; then
+      return 0
+    fi
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 1
+  done
+}
+
 check_pieces() {  # check_pieces DIR SUMS LABEL: every piece SUMS (in DIR) names is there and matches; else say
   # which are missing (exit 0: later calls carry them) or that one is damaged (exit 1)
   local missing
@@ -347,7 +362,8 @@ case "$stage" in
     # checksums with every call. A LoRA of the 0.5B at r=32 is 17.6M parameters (67 MiB in float32).
     dir=$1 name=$2 first=${3:-0} pieces_dir=$keep_dir/$2
     if [ ! -f "$pieces_dir/$name.sha256" ]; then
-      [ -f "$dir/adapter_config.json" ] || { echo "keep: no adapter_config.json in $dir" >&2; exit 2; }
+      wait=${KEEP_WAIT:-0}
+      adapter_written "$dir" "$wait" || { echo "keep: no adapter_config.json in $dir (waited ${wait} s)" >&2; exit 2; }
       mkdir -p "$pieces_dir"
       tar czf - -C "$dir" . | split -b "${PIECE_SIZE:-15M}" -d -a 2 - "$pieces_dir/$name.tgz."
       (cd "$pieces_dir" && sha256sum "$name".tgz.* > "$name.sha256")

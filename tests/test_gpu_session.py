@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,10 +19,12 @@ pytestmark = pytest.mark.skipif(not all(shutil.which(tool) for tool in ("bash", 
                                 reason="needs bash, tar, split and sha256sum")
 
 
-def stage(*args: str, cwd: Path, out: Path, keep_dir: Path) -> subprocess.CompletedProcess[str]:
+def stage(*args: str, cwd: Path, out: Path, keep_dir: Path,
+          extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """One stage as a device call runs it, with pieces of 1 KB, 2 a call (a real call: 15 MiB, 4)."""
     out.mkdir(parents=True, exist_ok=True)
     env = os.environ | {"OUT": str(out), "KEEP_DIR": str(keep_dir), "PIECE_SIZE": "1K", "PIECES_PER_CALL": "2"}
+    env |= extra_env or {}
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
@@ -92,6 +96,29 @@ def test_a_damaged_piece_is_refused_and_nothing_is_unpacked(adapter: Path, tmp_p
 def test_keep_refuses_a_folder_that_is_no_adapter(tmp_path: Path) -> None:
     done = stage("keep", str(tmp_path), "nothing", cwd=tmp_path, out=tmp_path / "o", keep_dir=tmp_path / "k")
     assert done.returncode == 2 and "no adapter_config.json" in done.stderr
+
+
+def test_keep_waits_for_an_adapter_still_being_trained(tmp_path: Path) -> None:
+    # KEEP_WAIT: the arm's trainer writes its adapter a few seconds into the call; keep packs it once it is whole.
+    folder = tmp_path / "arm" / "mixed" / "adapter"
+    env = {"KEEP_WAIT": "30", "KEEP_QUIET": "1"}
+
+    def train_then_save() -> None:
+        time.sleep(2)
+        folder.mkdir(parents=True)
+        (folder / "adapter_model.safetensors").write_bytes(os.urandom(1500))
+        (folder / "adapter_config.json").write_text('{"r": 32}', encoding="utf-8")
+
+    trainer = threading.Thread(target=train_then_save)
+    trainer.start()
+    done = stage("keep", str(folder), "arm", cwd=tmp_path, out=tmp_path / "o", keep_dir=tmp_path / "k", extra_env=env)
+    trainer.join()
+    assert done.returncode == 0, done.stderr
+    assert "keep arm: pieces 0-" in done.stdout and (tmp_path / "o" / "arm.sha256").is_file()
+    # Without the wait (or past it) a missing adapter is refused at once, and says how long it waited.
+    done = stage("keep", str(tmp_path / "none"), "none", cwd=tmp_path, out=tmp_path / "o2", keep_dir=tmp_path / "k",
+                 extra_env={"KEEP_WAIT": "1"})
+    assert done.returncode == 2 and "waited 1 s" in done.stderr
 
 
 def test_vllm_wheels_arrive_in_pieces_and_install_only_once_all_match(tmp_path: Path) -> None:
