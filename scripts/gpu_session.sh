@@ -363,7 +363,7 @@ case "$stage" in
     dir=$1 name=$2 first=${3:-0} pieces_dir=$keep_dir/$2
     if [ ! -f "$pieces_dir/$name.sha256" ]; then
       wait=${KEEP_WAIT:-0}
-      adapter_written "$dir" "$wait" || { echo "keep: no adapter_config.json in $dir (waited ${wait} s)" >&2; exit 2; }
+      adapter_written "$dir" "$wait" || { echo "keep: no adapter_config.json with its weights, settled, in $dir (waited ${wait} s)" >&2; exit 2; }
       mkdir -p "$pieces_dir"
       tar czf - -C "$dir" . | split -b "${PIECE_SIZE:-15M}" -d -a 2 - "$pieces_dir/$name.tgz."
       (cd "$pieces_dir" && sha256sum "$name".tgz.* > "$name.sha256")
