@@ -145,8 +145,10 @@ until_ended() {  # the shell loops that wait while background runs NAMES ("a b")
   local IFS=";"; echo "${loops[*]}"
 }
 adapter_written() {  # adapter_written DIR SECONDS: wait up to SECONDS until DIR holds a whole adapter, its files
-  # unchanged for KEEP_QUIET seconds (a trainer writes the weights, the config and the tokenizer one after another)
+  # unchanged for KEEP_QUIET seconds (a trainer writes the weights, the config and the tokenizer one after another);
+  # without a wait, an adapter already saved: its config is there
   local dir=$1 deadline=$((SECONDS + $2)) quiet=${KEEP_QUIET:-10}
+  if [ "$2" -eq 0 ]; then [ -f "$dir/adapter_config.json" ]; return; fi
   while true; do
     if [ -f "$dir/adapter_config.json" ] && [ -f "$dir/adapter_model.safetensors" ] \
         && [ -z "$(find "$dir" -newermt "-$quiet seconds" -print -quit)" ]; then
@@ -363,7 +365,7 @@ case "$stage" in
     dir=$1 name=$2 first=${3:-0} pieces_dir=$keep_dir/$2
     if [ ! -f "$pieces_dir/$name.sha256" ]; then
       wait=${KEEP_WAIT:-0}
-      adapter_written "$dir" "$wait" || { echo "keep: no adapter_config.json with its weights, settled, in $dir (waited ${wait} s)" >&2; exit 2; }
+      adapter_written "$dir" "$wait" || { echo "keep: no adapter_config.json in $dir (waited ${wait} s for it and its weights to settle)" >&2; exit 2; }
       mkdir -p "$pieces_dir"
       tar czf - -C "$dir" . | split -b "${PIECE_SIZE:-15M}" -d -a 2 - "$pieces_dir/$name.tgz."
       (cd "$pieces_dir" && sha256sum "$name".tgz.* > "$name.sha256")
