@@ -271,6 +271,13 @@ ARMS = {
         "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
         (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--defer_by_class"),
         ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
+    # Hotter rollouts for the same phase: late in it 29-40% of the groups scored alike, nearly all of them all right
+    # (three seeds; the class prior did not lower that, 2026-12-07g), and a group of six greedy-like copies of one
+    # right episode teaches nothing. At 1.2 more of those groups may hold a wrong episode (issue 29's temperature).
+    "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-temp1.2": Arm(
+        "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-temp1.2", "mixed", "sft-4x-all", "mixed_steps",
+        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--temperature", "1.2"),
+        ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
     # Guidance that goes on from where the model went wrong: an unsolved group with a refused query trains on that
     # episode's own turns through the refusal (context) followed by the gold query and the answer (train.py
     # --guide_recovery). Held-out, the 1.5B's refused episodes never queried again and none ended right (50 of 614
