@@ -62,6 +62,17 @@ class Arm:
     retired: str | None = None
 
 
+# The default recipe's guided mixed phase (configs/mixed_guided.yaml) from the all-classes warm-up: half a pass over
+# twice the scale's questions. Its levers are arms paired with it.
+GUIDED_ALL_CLASSES = "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x"
+
+
+def guided_all_classes_with(name: str, *flags: str) -> Arm:
+    """The arm ``name``: GUIDED_ALL_CLASSES with ``flags`` added, from the same warm-up, paired with it."""
+    return Arm(name, "mixed", "sft-4x-all", "mixed_steps", (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", *flags),
+               ablates=GUIDED_ALL_CLASSES, steps_times=2, questions_times=2)
+
+
 ARMS = {
     "base": Arm("base", None, None, "easy_steps"),
     "sft": Arm("sft", "sft", None, "easy_steps"),
@@ -259,34 +270,26 @@ ARMS = {
     # From the all-classes warm-up (71.3%) the guided phase reached 77.0%, but 39.6% of its last tenth's groups were
     # alike, mostly all right, and at half a pass a question is never visited twice, so the sampler cannot defer it
     # (seed 30, 2026-12-07c). 8 extra groups a step (the proof's step is one generation round) leave those out.
-    "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x": Arm(
-        "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
-        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--oversample_groups", "8"),
-        ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
+    "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x": guided_all_classes_with(
+        "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x", "--oversample_groups", "8"),
     # The same groups' slots steered by class instead (no extra generation): a question not yet visited waits with
     # the probability that its class's recent groups taught nothing. From that warm-up 25-31% of the groups scored
     # alike, mostly all right (two seeds, 2026-12-07c, d). Seed 32: 74.9% held-out against its twin's 71.8% from the
     # same warm-up (31 gained, 12 lost), though no fewer groups scored alike (2026-12-07g).
-    "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x": Arm(
-        "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
-        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--defer_by_class"),
-        ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
+    "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x": guided_all_classes_with(
+        "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x", "--defer_by_class"),
     # Hotter rollouts for the same phase: late in it 29-40% of the groups scored alike, nearly all of them all right
     # (three seeds; the class prior did not lower that, 2026-12-07g), and a group of six greedy-like copies of one
     # right episode teaches nothing. At 1.2 more of those groups may hold a wrong episode (issue 29's temperature).
-    "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-temp1.2": Arm(
-        "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-temp1.2", "mixed", "sft-4x-all", "mixed_steps",
-        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--temperature", "1.2"),
-        ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
+    "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-temp1.2": guided_all_classes_with(
+        "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-temp1.2", "--temperature", "1.2"),
     # Guidance that goes on from where the model went wrong: an unsolved group with a refused query trains on that
     # episode's own turns through the refusal (context) followed by the gold query and the answer (train.py
     # --guide_recovery). Held-out, the 1.5B's refused episodes never queried again and none ended right (50 of 614
     # questions after this phase, 24 of them answering with the SQL text; seed 32, 2026-12-07f). With it every refused
     # episode queried again, but only 4 of 56 then ended right: 72.3% against its twin's 71.8% (2026-12-07g).
-    "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x": Arm(
-        "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x", "mixed", "sft-4x-all", "mixed_steps",
-        (*ALL_CLASSES_ON_ANSWERS, "--guide_unsolved", "--guide_recovery"),
-        ablates="mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x", steps_times=2, questions_times=2),
+    "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x": guided_all_classes_with(
+        "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x", "--guide_recovery"),
     # The guided phase from the all-classes warm-up at the plan's scale: 4x the scale's mixed steps (under
     # --mixed-steps 15, 60 steps of 16 groups: 960 prompts, about the plan's two mixed epochs of 467), one pass over
     # its 934 questions, where the arm above makes half of one (issue 29: the plan's epochs, measured).
