@@ -165,8 +165,8 @@ def test_an_unknown_model_is_refused_before_any_stage_runs(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("with_1_5b", [False, True])
-def test_watch_brings_back_every_phase_s_per_step_rows_rollouts_and_held_out_episodes(tmp_path: Path,
-                                                                                        with_1_5b: bool) -> None:
+def test_watch_brings_back_every_phase_s_per_step_rows_rollouts_history_and_held_out_episodes(
+        tmp_path: Path, with_1_5b: bool) -> None:
     """A session of the 0.5B alone (no q15 folder) lost its per-step rows once: the pattern for the 1.5B's phases
     matched nothing and the whole archive was skipped."""
     runs = tmp_path / "lp"
@@ -175,6 +175,8 @@ def test_watch_brings_back_every_phase_s_per_step_rows_rollouts_and_held_out_epi
         (runs / phase).mkdir(parents=True)
         (runs / phase / "metrics.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
     (runs / "mixed-seed27/mixed/rollouts.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
+    (runs / "mixed-seed27/mixed/adapter").mkdir()
+    (runs / "mixed-seed27/mixed/adapter/question_history.json").write_text("{}", encoding="utf-8")
     for held_out in ("eval-heldout", "eval-heldout_step30"):  # the final adapter's eval and --eval-at-step's
         (runs / "mixed-seed27" / held_out).mkdir()
         (runs / "mixed-seed27" / held_out / "report.json").write_text("{}", encoding="utf-8")
@@ -186,6 +188,7 @@ def test_watch_brings_back_every_phase_s_per_step_rows_rollouts_and_held_out_epi
     listed = subprocess.run(["tar", "tzf", str(out / "metrics.tgz")], capture_output=True, text=True, check=True)
     rows = [f"./{phase}/metrics.jsonl" for phase in phases]
     assert sorted(listed.stdout.split()) == sorted([*rows, "./mixed-seed27/mixed/rollouts.jsonl",
+                                                    "./mixed-seed27/mixed/adapter/question_history.json",
                                                     "./mixed-seed27/eval-heldout/report.json",
                                                     "./mixed-seed27/eval-heldout_step30/report.json"])
     # An archive too large to come back from the device keeps the per-step rows alone, and says so.
