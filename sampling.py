@@ -16,7 +16,10 @@ phase: 480 groups over 934 questions), so its own history never defers it. With 
 hardness, --defer_by_class) a question never visited is deferred with the probability that its class's last
 ``class_window`` groups taught nothing (capped at ``max_class_deferral``, so that no class leaves the stream): from a
 strong warm-up most easy groups are all right, and their slots go to classes whose groups still differ. The classes'
-windows start empty in each process (a resumed run fills them again from its next groups).
+windows start empty in each process (a resumed run fills them again from its next groups). With ``question_ranks``
+(--screen_questions: what one greedy episode of the start model made of each question before the phase,
+question_screen.py) every pass serves the questions in rank order, random within a rank: the ones the model got
+wrong first, so that a phase shorter than a pass trains mostly on questions whose groups will differ.
 
 It yields indices exactly as TRL's ``RepeatSampler`` does (a chunk of ``groups_per_batch`` questions, each index
 ``num_generations`` times in a row, the chunk ``repeat_count`` times), and decides each chunk when the data loader
@@ -76,7 +79,7 @@ class InformativeSampler(Sampler[int]):
     def __init__(self, question_keys: Sequence[str], num_generations: int, groups_per_batch: int, repeat_count: int,
                  seed: int, window: int = 1, max_deferrals: int = 2, signal: str = "reward",
                  guided: bool = False, question_classes: Mapping[str, str] | None = None, class_window: int = 32,
-                 max_class_deferral: float = 0.75) -> None:
+                 max_class_deferral: float = 0.75, question_ranks: Mapping[str, int] | None = None) -> None:
         if window < 1 or max_deferrals < 0:
             raise ValueError(f"window must be at least 1 and max_deferrals at least 0, got {window} and "
                              f"{max_deferrals}")
@@ -106,6 +109,8 @@ class InformativeSampler(Sampler[int]):
         # Per class, whether each of its last groups taught nothing (Visit.taught_nothing), newest last.
         self.class_outcomes: dict[str, deque[bool]] = {}
         self.class_window = class_window
+        # A pass's order: lower ranks first (a question without a rank comes after rank 0, beside rank 1).
+        self.ranks = dict(question_ranks) if question_ranks is not None else None
         self.deferred = 0  # deferrals since the last take_counts()
         self.deferred_by_class = 0
         self.served = 0
@@ -120,7 +125,7 @@ class InformativeSampler(Sampler[int]):
             chunk: list[int] = []
             while len(chunk) < self.groups_per_batch:
                 if not queue:  # a new pass over every question, in a fresh order
-                    queue = torch.randperm(len(self.keys), generator=self.generator).tolist()
+                    queue = self.pass_order()
                     queue = [index for index in queue if index not in chunk]
                 index = queue.pop(0)
                 key = self.keys[index]
@@ -138,6 +143,13 @@ class InformativeSampler(Sampler[int]):
             for _ in range(self.repeat_count):
                 for index in chunk:
                     yield from [index] * self.num_generations
+
+    def pass_order(self) -> list[int]:
+        """Every question's index once, shuffled; with ranks, sorted by rank (stable: shuffled within a rank)."""
+        order = torch.randperm(len(self.keys), generator=self.generator).tolist()
+        if self.ranks is not None:
+            order.sort(key=lambda index: self.ranks.get(self.keys[index], 1))
+        return order
 
     def should_defer(self, key: str) -> bool:
         """Whether a question's last ``window`` groups all taught nothing (no reward spread, or with signal
@@ -230,16 +242,18 @@ def dataset_question_classes(dataset: Any) -> list[str]:
 
 def question_sampler(grpo: Any, dataset: Any, start_adapter: Path | None,
                      resumed_checkpoint: Path | None = None, signal: str = "reward",
-                     guided: bool = False, by_class: bool = False) -> InformativeSampler:
+                     guided: bool = False, by_class: bool = False,
+                     ranks: Mapping[str, int] | None = None) -> InformativeSampler:
     """A phase's question sampler (used under --sampling informative; it records every group either way), for the
     rows of a ``datasets.Dataset`` under GRPOConfig ``grpo``, with the history of the checkpoint a resumed run
     continues (which holds its start adapter's history too) or else of the phase its start adapter came from.
-    ``by_class``: questions never visited are deferred by their hardness class's recent groups (--defer_by_class)."""
+    ``by_class``: questions never visited are deferred by their hardness class's recent groups (--defer_by_class);
+    ``ranks``: each pass's order (--screen_questions)."""
     keys = dataset_question_keys(dataset)
     classes = dict(zip(keys, dataset_question_classes(dataset), strict=True)) if by_class else None
     sampler = InformativeSampler(keys, grpo.num_generations, grpo.generation_batch_size // grpo.num_generations,
                                  grpo.num_iterations * grpo.steps_per_generation, grpo.seed, signal=signal,
-                                 guided=guided, question_classes=classes)
+                                 guided=guided, question_classes=classes, question_ranks=ranks)
     for folder in (resumed_checkpoint, start_adapter):
         if folder is not None and sampler.load(folder):
             print(f"[train] question history of {len(sampler.records)} questions from {folder}", flush=True)

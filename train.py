@@ -46,6 +46,7 @@ if not _plain_trl_requested(sys.argv[1:]):
 
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
+import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -59,6 +60,7 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 import command_line  # noqa: E402
 import generation  # noqa: E402
 import models  # noqa: E402
+import question_screen  # noqa: E402
 import sft  # noqa: E402
 from agent_env import (  # noqa: E402
     DEFAULT_STEP_BUDGET,
@@ -251,6 +253,17 @@ class AgentConfig(sft.WarmupConfig):
                           "cut the shaping-only groups' share of the advantages from 42%% to 2%% and held-out went "
                           "57.7%% -> 59.3%% (36 questions gained, 26 lost; docs/learning_proof_1.5b.md)."},
     )
+    screen_questions: bool = field(
+        default=False,
+        metadata={"help": "With --sampling informative: before the phase, play each of its questions once, greedily, "
+                          "with its start model (python -m eval in a child process, into OUTPUT/screen/), and serve "
+                          "in each pass the questions it got wrong first (question_screen.py). Nothing known of a "
+                          "question beforehand separates the groups that will all be right: over the real 1.5B's "
+                          "held-out pass rates a question one greedy episode got wrong has an all-right group 11.8%% "
+                          "of the time, one it got right 42.3%%, where class or tables read leave 32-34%% "
+                          "(docs/results.md 2026-12-07h). Costs an eval of the phase's questions; not yet run on a "
+                          "GPU. Needs a start adapter or a local --model folder."},
+    )
     defer_by_class: bool = field(
         default=False,
         metadata={"help": "With --sampling informative: a question not yet visited waits, with the probability that "
@@ -363,6 +376,9 @@ class AgentConfig(sft.WarmupConfig):
         if self.defer_by_class and self.sampling != "informative":
             raise ValueError(f"--defer_by_class works through --sampling informative's question sampler, but "
                              f"--sampling is {self.sampling!r}: add --sampling informative or drop --defer_by_class")
+        if self.screen_questions and self.sampling != "informative":
+            raise ValueError(f"--screen_questions orders the passes of --sampling informative's question sampler, but "
+                             f"--sampling is {self.sampling!r}: add --sampling informative or drop --screen_questions")
         if self.group_signal not in GROUP_SIGNALS:
             raise ValueError(f"--group_signal must be one of {', '.join(GROUP_SIGNALS)}, got {self.group_signal!r}")
         if self.oversample_groups < 0:
@@ -761,6 +777,9 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
         description += f"\n  {oversampling_summary(agent.oversample_groups, grpo)}"
     if agent.defer_by_class:
         description += "\n  questions not yet visited wait by their class's recent groups (--defer_by_class)"
+    if agent.screen_questions:
+        description += ("\n  screen: each question played once by the start model first, the wrong ones served first "
+                        "(--screen_questions)")
     description += ("\n  oracle guidance: a group with no right answer trains on the oracle's episode in its last row "
                     "(--guide_unsolved false: off)" if agent.guide_unsolved else "\n  oracle guidance off")
     if agent.guide_unsolved and agent.guide_recovery:
@@ -768,6 +787,30 @@ def plan_phase(agent: AgentConfig, grpo: AgentGRPOConfig, explicit: set[str], cu
                         "from that refusal with the gold query (--guide_recovery)")
     return PhasePlan(phase, epochs_before_phase, checkpoint, dataset, fewshot, start_adapter, warmup, out_dir,
                      description)
+
+
+def screen_phase_questions(agent: AgentConfig, grpo: AgentGRPOConfig, plan: PhasePlan) -> dict[str, int]:
+    """--screen_questions: the sampler's ranks from one greedy episode of the start model on each of the phase's
+    questions (the main process plays them, the others read its report)."""
+    checkpoint = plan.start_adapter or Path(agent.model)
+    if not checkpoint.is_dir():
+        raise SetupError(f"--screen_questions plays the phase's start model with python -m eval, which needs a folder: "
+                         f"give --start_adapter or a local --model folder, not {agent.model!r}")
+    folder = plan.out_dir / question_screen.SCREEN_DIRNAME
+    played = not (folder / "report.json").is_file()
+    started = time.perf_counter()
+    with PartialState().main_process_first():  # the first plays; the others find its report
+        try:
+            outcomes = question_screen.run_screen(
+                checkpoint, agent.model, question_screen.phase_questions(plan.dataset), Path(agent.data_dir), folder,
+                backend=agent.backend if torch.cuda.is_available() else "transformers",
+                step_budget=agent.step_budget, max_new_tokens=agent.max_turn_tokens or grpo.max_completion_length)
+        except question_screen.ScreenError as error:
+            raise SetupError(str(error)) from error
+    if PartialState().is_main_process:
+        seconds = time.perf_counter() - started if played else None
+        print(question_screen.describe_screen(outcomes, len(plan.dataset), seconds), flush=True)
+    return question_screen.screen_ranks(outcomes)
 
 
 def save_phase(trainer: GRPOTrainer, tokenizer: Any, agent: AgentConfig, plan: PhasePlan,
@@ -826,6 +869,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
         with PartialState().main_process_first():  # one warm-up (its own loop, no collectives), the rest reuse it
             agent.model = str(embedded_warmup_model(agent, grpo, explicit, load_model))
     plan.out_dir.mkdir(parents=True, exist_ok=True)
+    ranks = screen_phase_questions(agent, grpo, plan) if agent.screen_questions else None  # before this one's model
     start_gpu_memory_accounting()
     model, tokenizer = load_model(agent, grpo, plan.start_adapter)
     for adapter_config in model.peft_config.values():  # the base as loaded here, whatever the loader recorded:
@@ -833,7 +877,7 @@ def main(argv: list[str] | None = None, before_train: Callable[[GRPOTrainer], No
     rollout_logger = RolloutLogger(plan.out_dir, grpo.num_generations, agent.rollouts_logged_per_step,
                                    question_sampler(grpo, plan.dataset, plan.start_adapter, plan.checkpoint,
                                                     signal=agent.group_signal, guided=agent.guide_unsolved,
-                                                    by_class=agent.defer_by_class),
+                                                    by_class=agent.defer_by_class, ranks=ranks),
                                    scale_rewards=grpo.scale_rewards)
 
     # --- trainer and training

@@ -12,8 +12,9 @@ question); under guidance only a group all right taught nothing. Each question i
   right with the share of the final adapters (``--arms``, default the guided phase and its class-prior twin, every
   seed) that answered it, smoothed. A question's known facts are read from its gold query (``--data-dir``); the priors
   compared key the class prior's windows on them: class, tables read, class x tables, database, and a screen (one or
-  two episodes played per question before the phase, right or not). Then, exactly over the same pass rates, the
-  share of all-right groups among questions by screen result: what serving only the screened-wrong ones could reach.
+  two episodes played per question before the phase, right or not); then --screen_questions itself (one episode a
+  question, the wrong ones served first in each pass) over 934 and 1,600 questions. Then, exactly over the same pass
+  rates, the share of all-right groups among questions by screen result.
 
 Prints the share of alike groups over the phase and its last tenth for each prior. Its held-out effect needs a GPU
 run (experiments/proof_arms.py: mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x).
@@ -102,15 +103,19 @@ def heldout_questions(results: Path, arms: Sequence[str], data_dir: Path) -> lis
 
 
 def simulate(questions: Sequence[Question], prior: Prior, seed: int, max_class_deferral: float,
-             draw: bool) -> tuple[float, float]:
-    """One phase: the share of alike groups overall and over its last tenth. ``draw``: the phase's questions are
-    drawn with replacement from ``questions`` (real held-out questions, fewer than a phase's)."""
+             draw: bool, screened: bool = False, pool_size: int = QUESTIONS) -> tuple[float, float]:
+    """One phase: the share of alike groups overall and over its last tenth. ``draw``: the phase's ``pool_size``
+    questions are drawn with replacement from ``questions`` (real held-out questions, fewer than a phase's).
+    ``screened``: --screen_questions, each question played once before the phase and the wrong ones served first."""
     rng = random.Random(seed)
-    pool = [rng.choice(questions) for _ in range(QUESTIONS)] if draw else list(questions)
+    pool = [rng.choice(questions) for _ in range(pool_size)] if draw else list(questions)
     keys = [f"db|question {index}" for index in range(len(pool))]
     buckets = {key: prior(question, rng) for key, question in zip(keys, pool)} if prior else None
+    ranks = {key: 2 if rng.random() < question.pass_rate else 0 for key, question in zip(keys, pool)} \
+        if screened else None
     sampler = InformativeSampler(keys, GENERATIONS, GROUPS, 1, seed, signal="answers", guided=True,
-                                 question_classes=buckets, max_class_deferral=max_class_deferral)
+                                 question_classes=buckets, max_class_deferral=max_class_deferral,
+                                 question_ranks=ranks)
     stream = iter(sampler)
     alike: list[bool] = []
     for _ in range(STEPS):
@@ -166,6 +171,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         overall, last_tenth = (statistics.mean(run[part] for run in runs) for part in (0, 1))
         print(f"  {name:26s} groups all right {overall:.1%} (last tenth {last_tenth:.1%})")
     if args.heldout_results is not None:
+        for pool_size in (QUESTIONS, 1600):
+            runs = [simulate(questions, None, seed, args.max_class_deferral, draw=True, screened=True,
+                             pool_size=pool_size) for seed in range(args.runs)]
+            overall, last_tenth = (statistics.mean(run[part] for run in runs) for part in (0, 1))
+            print(f"  {'--screen_questions':26s} groups all right {overall:.1%} (last tenth {last_tenth:.1%}), "
+                  f"{pool_size} questions: the wrong ones served first")
         print("a group's chance to be all right, by a screen before the phase (exact over the same pass rates):")
         for episodes in (1, 2):
             for right, share, alike in all_right_by_screen(questions, episodes):

@@ -682,6 +682,7 @@ def test_every_arm_knows_its_warm_up_and_the_habit_warm_up_learns_to_keep_callin
                         "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-oversampled-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
+                        "mixed-all-answers-guided-screened-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-recovery-sft4xall-lr5e-5-direct-fresh-2x": "sft-4x-all",
                         "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-temp1.2": "sft-4x-all",
                         "mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x-plan": "sft-4x-all",

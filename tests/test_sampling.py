@@ -186,3 +186,21 @@ def test_the_phase_sampler_reads_each_questions_class_from_the_rows() -> None:
     with pytest.raises(ValueError, match="no 'hardness' column"):
         question_sampler(grpo, rows.remove_columns("hardness"), None, by_class=True)
 
+
+
+def test_ranked_questions_are_served_first_in_every_pass_and_shuffled_within_their_rank() -> None:
+    """--screen_questions: the questions the start model got wrong (rank 0) open each pass; an unranked one comes
+    after them, beside rank 1; the rest of the stream (its length, the deferrals) is the plain informative one."""
+    keys = KEYS
+    ranks = {keys[5]: 0, keys[2]: 0, keys[7]: 0, keys[0]: 2, keys[1]: 2, keys[3]: 2, keys[4]: 2}  # keys[6]: unranked
+    sampler = InformativeSampler(keys, num_generations=2, groups_per_batch=1, repeat_count=1, seed=3,
+                                 question_ranks=ranks)
+    served = [keys[index] for index in list(sampler)[::2]]
+    assert len(served) == len(keys)
+    assert set(served[:3]) == {keys[5], keys[2], keys[7]}
+    assert served[3] == keys[6]
+    orders = {tuple(InformativeSampler(keys, 2, 1, 1, seed=seed, question_ranks=ranks).pass_order()[:3])
+              for seed in range(6)}
+    assert len(orders) > 1  # random within rank 0
+    assert list(InformativeSampler(keys, 2, 2, 1, seed=4, question_ranks=None)) == \
+        list(InformativeSampler(keys, 2, 2, 1, seed=4))

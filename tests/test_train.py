@@ -26,10 +26,11 @@ import train  # noqa: E402  (imports unsloth first, as train.py must)
 import command_line  # noqa: E402  (after train: it loads trl)
 import embedded  # noqa: E402, I001  (after train: it loads transformers)
 import output_folders  # noqa: E402
+import question_screen  # noqa: E402
 import sft  # noqa: E402
 from agent_env import POST_EPISODE_PENALTY, load_gold  # noqa: E402
 from curriculum import load_curriculum, select_phase  # noqa: E402
-from spider_data import BUILTIN_DATA_DIR, load_split  # noqa: E402
+from spider_data import BUILTIN_DATA_DIR, load_split, question_key  # noqa: E402
 from sql_structure import tables_used  # noqa: E402
 from verifier import format_answer  # noqa: E402
 
@@ -276,6 +277,36 @@ def test_the_flag_needs_the_informative_sampler_and_the_phase_says_it_is_on(
     train.main(["--output_dir", str(tmp_path / "out"), "--phase", "easy", "--dry-run", "--defer_by_class"])
     assert "\n  questions not yet visited wait by their class's recent groups (--defer_by_class)" in (
         capsys.readouterr().out)
+
+
+def test_the_screen_needs_the_informative_sampler_and_a_model_folder(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(train.SetupError, match="--screen_questions orders the passes of --sampling informative"):
+        train.main(["--output_dir", str(tmp_path / "out"), "--screen_questions", "--sampling", "plain"])
+    train.main(["--output_dir", str(tmp_path / "out"), "--phase", "easy", "--dry-run", "--screen_questions"])
+    assert "\n  screen: each question played once by the start model first" in capsys.readouterr().out
+    assert not (tmp_path / "out" / "easy" / "screen").exists()  # a dry run plays nothing
+
+
+@pytest.mark.slow
+def test_the_screen_plays_each_question_once_before_the_phase_and_ranks_them_for_the_sampler(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real eval in a child process, on the tiny random model, which answers nothing: every question is ranked
+    wrong, so served first."""
+    given: dict[str, Any] = {}
+    sampler = train.question_sampler
+
+    def capture(*args: Any, **kwargs: Any) -> Any:
+        given.update(kwargs)
+        return sampler(*args, **kwargs)
+
+    monkeypatch.setattr(train, "question_sampler", capture)
+    run_phase(tmp_path, "--phase", "easy", "--max_steps", "1", "--screen_questions")
+    report = json.loads((tmp_path / "easy" / "screen" / "report.json").read_text())
+    played = [question_key(record["db_id"], record["question"]) for record in report["questions"]]
+    assert len(played) == 2
+    assert given["ranks"] == dict.fromkeys(played, question_screen.RANK_WRONG)
+    assert "[train] screen: 2 of 2 questions played once by the start model in " in capsys.readouterr().out
 
 
 def test_a_custom_curriculum_needs_no_code_change(tmp_path: Path) -> None:
