@@ -120,6 +120,8 @@ class Scale:
     # Questions a GRPO phase draws from the training part (--max_questions; None: all of them).
     easy_questions: int | None = None
     mixed_questions: int | None = None
+    # Flags every warm-up of the scale adds to its arm's (the CPU smoke test's, SCALES["quick"]: a LoRA).
+    warm_up_flags: tuple[str, ...] = ()
 
 
 SCALES = {
@@ -135,7 +137,10 @@ SCALES = {
                    eval_max_new_tokens=256, eval_generation="rounds", easy_questions=435, mixed_questions=467),
     "quick": Scale(name="quick", sft_questions=4, sft_epochs=1, sft_batch_size=2, sft_learning_rate=1e-3,
                    easy_steps=1, mixed_steps=1, grpo_learning_rate=1e-5, grpo_prompts_per_step=1,
-                   max_completion_length=96, eval_train_easy_limit=2, eval_heldout_limit=2, eval_max_new_tokens=48),
+                   max_completion_length=96, eval_train_easy_limit=2, eval_heldout_limit=2, eval_max_new_tokens=48,
+                   # On a CPU train.py's warm-up of SmolLM2 trains every weight (embedded mode); a LoRA, as on a GPU,
+                   # is what the arms that start from a warm-up look for.
+                   warm_up_flags=("--sft_full_finetune", "false")),
 }
 
 # ----------------------------------------------------------------------------------------------- data
@@ -233,7 +238,7 @@ def train_argv(arm: Arm, scale: Scale, model: Path, data: Path, work: Path, seed
                 "--sft_hardness", "easy", "medium", "--learning_rate", str(scale.sft_learning_rate),
                 # Micro-batches of 4, as every warm-up measured (the warm-up takes no accumulation).
                 "--warmup_steps", "5", "--per_device_train_batch_size", "4",
-                *arm.flags]
+                *scale.warm_up_flags, *arm.flags]
     # Every GRPO arm names its learning rate, the scale's unless it sets its own: curriculum.yaml's phase rates
     # came after most arms were measured, and an arm's command must keep meaning what it meant.
     own_rate = "--learning_rate" in arm.flags

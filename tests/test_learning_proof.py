@@ -50,6 +50,16 @@ def test_an_arm_whose_start_is_missing_says_which_arm_to_run_first(tmp_path: Pat
     assert learning_proof.steps_for(mixed_only, scale) == scale.easy_steps + scale.mixed_steps
 
 
+def test_the_cpu_smoke_test_s_warm_ups_are_a_lora_as_on_a_gpu(tmp_path: Path) -> None:
+    """On a CPU train.py warms SmolLM2 up by training every weight (embedded mode), which leaves no adapter for the
+    arms that start from a warm-up: the quick scale asks for a LoRA, the GPU scales need not."""
+    warm_up = proof_arms.ARMS["sft-4x-all"]
+    quick = learning_proof.train_argv(warm_up, learning_proof.SCALES["quick"], tmp_path, BUILTIN_DATA_DIR, tmp_path, 0)
+    assert quick[quick.index("--sft_full_finetune") + 1] == "false"
+    epoch = learning_proof.train_argv(warm_up, learning_proof.SCALES["epoch"], tmp_path, BUILTIN_DATA_DIR, tmp_path, 0)
+    assert "--sft_full_finetune" not in epoch
+
+
 def test_every_ablation_trains_on_as_many_episodes_as_the_full_setting_it_is_compared_with() -> None:
     for scale in learning_proof.SCALES.values():
         for name in proof_arms.ABLATIONS:
