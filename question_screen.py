@@ -18,17 +18,17 @@ it instead of playing again.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sampling import UNRANKED
 from spider_data import question_key
 
 SCREEN_DIRNAME = "screen"
-RANK_WRONG, RANK_RIGHT = 0, 2  # sampling.InformativeSampler puts a question the screen did not play between them
+RANK_WRONG, RANK_RIGHT = UNRANKED - 1, UNRANKED + 1  # a question the screen did not play comes between them
 EVAL_TAIL_CHARS = 2000  # of a failed eval's output, in the error
 
 
@@ -84,13 +84,15 @@ def run_screen(checkpoint: Path, base_model: str, items: Sequence[Mapping[str, s
     if not report.is_file():
         data = write_screen_data(items, data_dir, folder)
         command = screen_command(checkpoint, base_model, data, folder, backend, step_budget, max_new_tokens)
-        # The child finds this project's modules (eval, agent_env...) from its working directory.
-        done = subprocess.run(command, cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
-                              env=os.environ | {"TOKENIZERS_PARALLELISM": "false"}, check=False)
-        (folder / "eval.log").write_text(done.stdout + done.stderr, encoding="utf-8")
+        log = folder / "eval.log"  # written as the eval runs: its progress lines, and what it said if it failed
+        with log.open("w", encoding="utf-8") as output:
+            # The child finds this project's modules (eval, agent_env...) from its working directory.
+            done = subprocess.run(command, cwd=Path(__file__).resolve().parent, stdout=output,
+                                  stderr=subprocess.STDOUT, check=False)
         if done.returncode != 0 or not report.is_file():
-            raise ScreenError(f"the screen's eval ({' '.join(command)}) failed with exit code {done.returncode}; "
-                              f"its last output:\n{(done.stdout + done.stderr)[-EVAL_TAIL_CHARS:]}")
+            raise ScreenError(f"the screen's eval ({' '.join(command)}) failed with exit code {done.returncode} "
+                              f"(all it wrote: {log}); its last output:\n"
+                              f"{log.read_text(encoding='utf-8')[-EVAL_TAIL_CHARS:]}")
     outcomes = read_screen(report)
     if not outcomes:
         raise ScreenError(f"the screen's eval played none of the phase's {len(items)} questions ({report})")

@@ -44,6 +44,7 @@ from spider_data import question_key
 
 HISTORY_FILENAME = "question_history.json"
 SPREAD_EPSILON = 1e-9  # rewards closer than this count as equal (no advantage)
+UNRANKED = 1  # the pass position of a question given no rank (question_screen.py ranks the wrong ones 0, right 2)
 # What a group must differ in to have taught something (--group_signal): any reward spread, the shaped part included
 # (what TRL's advantages see under scale_rewards='group'), or its answers, some right and some not (DAPO's filter).
 GROUP_SIGNALS = ("reward", "answers")
@@ -109,7 +110,7 @@ class InformativeSampler(Sampler[int]):
         # Per class, whether each of its last groups taught nothing (Visit.taught_nothing), newest last.
         self.class_outcomes: dict[str, deque[bool]] = {}
         self.class_window = class_window
-        # A pass's order: lower ranks first (a question without a rank comes after rank 0, beside rank 1).
+        # A pass's order: lower ranks first (a question without a rank at UNRANKED).
         self.ranks = dict(question_ranks) if question_ranks is not None else None
         self.deferred = 0  # deferrals since the last take_counts()
         self.deferred_by_class = 0
@@ -148,7 +149,7 @@ class InformativeSampler(Sampler[int]):
         """Every question's index once, shuffled; with ranks, sorted by rank (stable: shuffled within a rank)."""
         order = torch.randperm(len(self.keys), generator=self.generator).tolist()
         if self.ranks is not None:
-            order.sort(key=lambda index: self.ranks.get(self.keys[index], 1))
+            order.sort(key=lambda index: self.ranks.get(self.keys[index], UNRANKED))
         return order
 
     def should_defer(self, key: str) -> bool:

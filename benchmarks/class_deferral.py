@@ -13,7 +13,7 @@ question); under guidance only a group all right taught nothing. Each question i
   seed) that answered it, smoothed. A question's known facts are read from its gold query (``--data-dir``); the priors
   compared key the class prior's windows on them: class, tables read, class x tables, database, and a screen (one or
   two episodes played per question before the phase, right or not); then --screen_questions itself (one episode a
-  question, the wrong ones served first in each pass) over 934 and 1,600 questions. Then, exactly over the same pass
+  question, the wrong ones served first in each pass) over 934 and 1,868 questions. Then, exactly over the same pass
   rates, the share of all-right groups among questions by screen result.
 
 Prints the share of alike groups over the phase and its last tenth for each prior. Its held-out effect needs a GPU
@@ -36,12 +36,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 
+from question_screen import screen_ranks  # noqa: E402
 from sampling import InformativeSampler  # noqa: E402
 
 CLASS_SHARES = {"easy": 0.257, "medium": 0.451, "hard": 0.199, "extra": 0.093}  # held-out: 158/277/122/57 of 614
 LATE_PASS_RATES = {"easy": 0.85, "medium": 0.60, "hard": 0.55, "extra": 0.35}  # accuracy/CLASS, the runs' last steps
 CONCENTRATION = 2.0  # Beta(a, b) with a + b = 2: questions mostly easy or mostly hard for the model, as observed
 QUESTIONS, STEPS, GROUPS, GENERATIONS = 934, 30, 16, 6
+SCREENED_QUESTIONS = 1868  # the screened arm's pool: four times the epoch scale's 467 mixed questions
 DEFAULT_ARMS = ("mixed-all-answers-guided-sft4xall-lr5e-5-direct-fresh-2x",
                 "mixed-all-answers-guided-byclass-sft4xall-lr5e-5-direct-fresh-2x")
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "spider"
@@ -111,7 +113,7 @@ def simulate(questions: Sequence[Question], prior: Prior, seed: int, max_class_d
     pool = [rng.choice(questions) for _ in range(pool_size)] if draw else list(questions)
     keys = [f"db|question {index}" for index in range(len(pool))]
     buckets = {key: prior(question, rng) for key, question in zip(keys, pool)} if prior else None
-    ranks = {key: 2 if rng.random() < question.pass_rate else 0 for key, question in zip(keys, pool)} \
+    ranks = screen_ranks({key: rng.random() < question.pass_rate for key, question in zip(keys, pool)}) \
         if screened else None
     sampler = InformativeSampler(keys, GENERATIONS, GROUPS, 1, seed, signal="answers", guided=True,
                                  question_classes=buckets, max_class_deferral=max_class_deferral,
@@ -171,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         overall, last_tenth = (statistics.mean(run[part] for run in runs) for part in (0, 1))
         print(f"  {name:26s} groups all right {overall:.1%} (last tenth {last_tenth:.1%})")
     if args.heldout_results is not None:
-        for pool_size in (QUESTIONS, 1600):
+        for pool_size in (QUESTIONS, SCREENED_QUESTIONS):
             runs = [simulate(questions, None, seed, args.max_class_deferral, draw=True, screened=True,
                              pool_size=pool_size) for seed in range(args.runs)]
             overall, last_tenth = (statistics.mean(run[part] for run in runs) for part in (0, 1))
