@@ -57,6 +57,7 @@ class Question:
     hardness: str
     tables: int = 1
     database: str = ""
+    share_right: float = 0.0  # of the runs it was read from (unsmoothed): their accuracy on it
 
 
 Prior = Callable[[Question, random.Random], str] | None  # a question's bucket for the class prior's windows; None: off
@@ -99,9 +100,20 @@ def heldout_questions(results: Path, arms: Sequence[str], data_dir: Path) -> lis
         examples = [example for example in load_split(data, "dev", progress=False).examples if example.is_usable]
     if len(examples) != len(outcomes[0]):
         raise ValueError(f"{len(examples)} held-out questions in {data_dir}, {len(outcomes[0])} in the runs' evals")
-    return [Question((sum(outcome[index] == "1" for outcome in outcomes) + 0.5) / (len(outcomes) + 1),
-                     example.hardness.value, len(set(tables_used(example.gold_sql))), example.db_id)
-            for index, example in enumerate(examples)]
+    questions = []
+    for index, example in enumerate(examples):
+        right = sum(outcome[index] == "1" for outcome in outcomes)
+        questions.append(Question((right + 0.5) / (len(outcomes) + 1), example.hardness.value,
+                                  len(set(tables_used(example.gold_sql))), example.db_id, right / len(outcomes)))
+    return questions
+
+
+def accuracy_by(questions: Sequence[Question], bucket: Callable[[Question], str]) -> dict[str, float]:
+    """The runs' accuracy on the questions of each bucket."""
+    totals: dict[str, list[float]] = {}
+    for question in questions:
+        totals.setdefault(bucket(question), []).append(question.share_right)
+    return {name: statistics.mean(shares) for name, shares in sorted(totals.items())}
 
 
 def simulate(questions: Sequence[Question], prior: Prior, seed: int, max_class_deferral: float,
@@ -166,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         priors = PRIORS
         print(f"{len(questions)} held-out questions, pass rates from {', '.join(args.arms)} "
               f"({args.heldout_results}); {args.runs} phases a prior")
+        for name, bucket in (("class", lambda q: q.hardness), ("tables read", lambda q: str(min(q.tables, 3)))):
+            shares = ", ".join(f"{key} {share:.1%}" for key, share in accuracy_by(questions, bucket).items())
+            print(f"  the runs' accuracy by {name}: {shares}")
     for name, prior in priors.items():
         runs = [simulate(questions if args.heldout_results else simulated_questions(random.Random(seed)), prior,
                          seed, args.max_class_deferral, draw=args.heldout_results is not None)

@@ -30,6 +30,12 @@ def test_a_screen_sorts_questions_by_what_their_groups_will_be() -> None:
     assert share_wrong == 0.5 and alike_wrong == alike_right == pytest.approx(0.5 ** 6)
 
 
+def test_accuracy_by_bucket_is_the_runs_share_right_over_its_questions() -> None:
+    questions = [Question(0.9, "easy", share_right=1.0), Question(0.5, "easy", share_right=0.5),
+                 Question(0.1, "hard", share_right=0.0)]
+    assert class_deferral.accuracy_by(questions, lambda question: question.hardness) == {"easy": 0.75, "hard": 0.0}
+
+
 def test_the_class_prior_keys_its_windows_on_the_class_and_a_screen_on_the_episodes_it_played() -> None:
     question = Question(1.0, "hard", tables=5, database="concert_singer")
     rng = random.Random(0)
@@ -50,6 +56,7 @@ def test_held_out_pass_rates_are_the_share_of_runs_right_on_each_question(spider
     read = heldout_questions(results, ["arm"], spider_path)
     assert len(read) == questions
     assert read[0].pass_rate == pytest.approx(1.5 / 3) and read[1].pass_rate == pytest.approx(2.5 / 3)
+    assert (read[0].share_right, read[1].share_right) == (0.5, 1.0)
     assert {question.hardness for question in read} == {"easy", "medium", "hard", "extra"}
     with pytest.raises(ValueError, match="no held-out eval of missing"):
         heldout_questions(results, ["missing"], spider_path)
