@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sampling import UNRANKED
-from spider_data import question_key
+from spider_data import link_schemas_and_databases, question_key
 
 SCREEN_DIRNAME = "screen"
 RANK_WRONG, RANK_RIGHT = UNRANKED - 1, UNRANKED + 1  # a question the screen did not play comes between them
@@ -48,10 +48,7 @@ def write_screen_data(items: Sequence[Mapping[str, str]], data_dir: Path, folder
     data = folder / "data"
     data.mkdir(parents=True, exist_ok=True)
     (data / "dev.json").write_text(json.dumps(list(items), indent=1), encoding="utf-8")
-    for name in ("tables.json", "database"):
-        link, source = data / name, (Path(data_dir) / name).resolve()
-        if source.exists() and not link.exists():
-            link.symlink_to(source)
+    link_schemas_and_databases(data_dir, data)
     return data
 
 

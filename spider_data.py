@@ -157,6 +157,18 @@ def database_path(data_dir: Path, db_id: str) -> Path:
     return data_dir / "database" / db_id / f"{db_id}.sqlite"
 
 
+def link_schemas_and_databases(data_dir: Path, folder: Path) -> None:
+    """Link ``tables.json`` and ``database/`` of ``data_dir`` into ``folder``: a Spider-format folder of other
+    question splits over the same databases, without copying them."""
+    for name in ("tables.json", "database"):
+        link, source = folder / name, (Path(data_dir) / name).resolve()
+        if source.exists() and not link.exists():
+            try:
+                link.symlink_to(source)
+            except FileExistsError:  # made by a process writing the same folder beside this one
+                pass
+
+
 def infer_answer_type(rows: list[tuple]) -> AnswerType:
     """Integer, float or text for one value; list for one column of several rows; else table."""
     if len(rows) == 1 and len(rows[0]) == 1:

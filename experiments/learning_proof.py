@@ -87,6 +87,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # no trainer, so --report-only and --merge start without unsloth or torch.
 from proof_arms import ARMS, MAIN_LINE, Arm, shorter_twin_of, start_chain, warm_up_of  # noqa: E402
 from proof_report import HARDNESS, HARDNESS_LETTERS, measured, write_report  # noqa: E402
+from spider_data import link_schemas_and_databases  # noqa: E402
 
 DEFAULT_RESULTS = REPO_DIR / "docs" / "learning_proof" / "results.json"
 DEFAULT_REPORT = REPO_DIR / "docs" / "learning_proof.md"
@@ -170,13 +171,7 @@ def split_by_database(spider_dir: Path, work: Path, held_out: list[str]) -> Path
             temporary = target.with_suffix(f".{os.getpid()}.tmp")
             temporary.write_text(part, encoding="utf-8")
             os.replace(temporary, target)
-    for name in ("tables.json", "database"):
-        link = data / name
-        if not link.exists() and (spider_dir / name).exists():
-            try:
-                link.symlink_to((spider_dir / name).resolve())
-            except FileExistsError:  # made by an invocation running beside this one
-                pass
+    link_schemas_and_databases(spider_dir, data)  # several invocations may share one --work
     return data
 
 
