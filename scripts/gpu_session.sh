@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One stage of a GPU session on the lent H200 (no network there; see docs/gpu.md). Run from the repo
 # root there, one stage per device call, back to back (the machine keeps /tmp only while it stays warm):
-#   setup          carry .whl .spider.tgz (and a small last piece of .m, if it fits): install the wheels, unpack
-#                  Spider into /tmp/spider
+#   setup          carry .whl .spider.tgz: install the wheels, unpack Spider into /tmp/spider (a model piece no longer
+#                  fits beside them: a call carries the tracked tree too, 10.8 MB on 2026-12-07, and 64 MiB in all)
 #   chunk NN       carry .m/part.NN: one piece of the Qwen2.5-Coder-0.5B GGUF into /tmp/m
 #   convert        join and convert the GGUF into /tmp/qc (every later stage does it when it is missing)
-#   chunk15 NN     carry .m15/part.NN: one piece of the Qwen2.5-Coder-1.5B GGUF into /tmp/m15 (about 20 pieces;
+#   chunk15 NN     carry .m15/part.NN: one piece of the Qwen2.5-Coder-1.5B GGUF into /tmp/m15 (22 pieces, 00..21;
 #                  here: bash scripts/prepare_gpu_carry.sh 1.5b)
 #   convert15      join and convert the 1.5B into /tmp/q15 (on the machine's 16 cores)
 #   MODEL=random1.7b  (environment) a random-weight model of Qwen3-1.7B's shape, built there (no carry): for memory

@@ -10,7 +10,7 @@ import pytest
 
 from agent_env import DEFAULT_STEP_BUDGET
 from prompt import system_prompt
-from spider_data import AnswerType, SkipReason, infer_answer_type, load_split, to_grpo_rows
+from spider_data import AnswerType, SkipReason, infer_answer_type, link_schemas_and_databases, load_split, to_grpo_rows
 from tests.helpers import make_shop_database
 
 PUBLISHED_TRAIN_HARDNESS = {"easy": 1694, "medium": 2777, "hard": 1460, "extra": 1068}
@@ -135,3 +135,18 @@ def test_a_folder_without_databases_is_refused_before_any_work(tmp_path: Path) -
     (tmp_path / "train_spider.json").write_text("[]")
     with pytest.raises(FileNotFoundError, match="no database/ folder"):
         check_data_dir(tmp_path)
+
+
+def test_a_new_split_folder_reads_the_same_databases_and_schemas(shop_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "screen" / "data"
+    folder.mkdir(parents=True)
+    (folder / "dev.json").write_text(json.dumps([{"db_id": "shop", "question": "How many customers?",
+                                                  "query": "SELECT count(*) FROM customer"}]), encoding="utf-8")
+    link_schemas_and_databases(shop_dir, folder)
+    link_schemas_and_databases(shop_dir, folder)  # a second writer of the same folder finds the links there
+    assert (folder / "database").resolve() == (shop_dir / "database").resolve()
+    assert [example.question for example in load_split(folder, "dev").usable()] == ["How many customers?"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    link_schemas_and_databases(tmp_path / "elsewhere", empty)  # nothing there to link: nothing made
+    assert not list(empty.iterdir())
