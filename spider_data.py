@@ -161,7 +161,7 @@ def link_schemas_and_databases(data_dir: Path, folder: Path) -> None:
     """Link ``tables.json`` and ``database/`` of ``data_dir`` into ``folder``: a Spider-format folder of other
     question splits over the same databases, without copying them."""
     for name in ("tables.json", "database"):
-        link, source = folder / name, (Path(data_dir) / name).resolve()
+        link, source = folder / name, (data_dir / name).resolve()
         if source.exists() and not link.exists():
             try:
                 link.symlink_to(source)
