@@ -569,21 +569,25 @@ def extra_generation(arm: Arm, timed_as: Arm, scale: Scale) -> float:
     return (extra_groups(arm.flags) - extra_groups(timed_as.flags)) / scale.grpo_prompts_per_step
 
 
-def recorded_seconds(results: dict[str, Any], arm: str, scale: str, model: str | None, *, evaluate: bool,
-                     training_times: int = 1, steps: int | None = None,
-                     more_generation: float = 0.0) -> tuple[float, int, str] | None:
-    """What one run of ``arm`` took in the sessions recorded in ``results`` (runs and superseded ones of that scale
+def recorded_seconds(results: dict[str, Any], arm: str | frozenset[str], scale: str, model: str | None, *, evaluate: bool,
+                     training_times: int = 1, steps: int | None = None, more_generation: float = 0.0,
+                     per_step_only: bool = False) -> tuple[float, int, str] | None:
+    """What one run of ``arm`` (or of any of a set of arms) took in the sessions recorded in ``results`` (runs and
+    superseded ones of that scale
     and model, the model by its name or by its folder's path as the runs recorded them): the median training time,
     plus the median eval time where it is evaluated (the arm's own evaluated runs, else every evaluated run of the
     scale). Given ``steps``, a GRPO run's training time is scaled from the steps it ran to ``steps``; otherwise (or
     where a run's steps are not in its command) ``training_times`` over: an arm of that many passes timed from its
     one-pass twin. ``more_generation``: the share of rows more that the arm timed this way generates (an oversampled
     arm timed as its twin), which lengthens each run's generation, its logged share of the step. Returns (seconds,
-    runs it is the median of, their devices), or None where the arm never ran at that scale."""
+    runs it is the median of, their devices), or None where the arm never ran at that scale. ``per_step_only``: only
+    the runs whose command says their steps (an arm of another size, timed per step)."""
     every = [*results["runs"].values(), *results.get("superseded", {}).values()]
     alike = [run for run in every
              if run.get("scale") == scale and (model is None or model in (run.get("model_name"), run.get("model")))]
-    own = [run for run in alike if run["arm"] == arm and "train_seconds" in run]
+    arms = {arm} if isinstance(arm, str) else arm
+    own = [run for run in alike if run["arm"] in arms and "train_seconds" in run
+           if not per_step_only or (steps is not None and recorded_steps(run) is not None)]
     if not own:
         return None
 
@@ -622,26 +626,33 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
     for name in arms:
         # An arm never run is timed as the arm it changes one setting of (its ablation's full setting, or that one's,
         # and so on, as long as they run as many steps), or as its twin of fewer passes with the training times its
-        # passes over the twin's.
+        # passes over the twin's; last, roughly, per step as every recorded run of its phase (a step trains as many
+        # prompt groups whatever the arm's settings).
         arm, twin = ARMS[name], shorter_twin_of(ARMS[name])
         steps = steps_for(arm, scale) if arm.phase not in (None, "sft") else None
         passes = arm.steps_times // ARMS[twin].steps_times if twin is not None else 1
         candidates = ((name, 1), *((ablated, 1) for ablated in ablation_chain(arm)), (twin, passes))
-        timed = [(candidate, recorded) for candidate, times in candidates if candidate is not None
+        timed = [(candidate, recorded, extra_generation(arm, ARMS[candidate], scale))
+                 for candidate, times in candidates if candidate is not None
                  if (recorded := recorded_seconds(results, candidate, scale.name, model, evaluate=name not in train_only,
                                                   training_times=times, steps=steps,
                                                   more_generation=extra_generation(arm, ARMS[candidate], scale)))
                  is not None]
+        if not timed and steps is not None:
+            phase_arms = frozenset(other for other in ARMS if ARMS[other].phase == arm.phase)
+            if (recorded := recorded_seconds(results, phase_arms, scale.name, model, evaluate=name not in train_only,
+                                             steps=steps, per_step_only=True)) is not None:
+                timed = [("its phase's arms, per step: rough", recorded, 0.0)]
         if not timed:
             unknown.append(name)
             print(f"[estimate] {name}: never run at scale {scale.name}, nor an arm it ablates", flush=True)
             continue
-        timed_as, (seconds, runs, devices) = timed[0]
+        timed_as, (seconds, runs, devices), more = timed[0]
         total += seconds * len(seeds)
         how = f", its training x{passes}" if timed_as == twin else ""
-        more = extra_generation(arm, ARMS[timed_as], scale)
         how += f", its generation x{1 + more:.2f}" if more else ""
         how += f", for {steps} steps" if steps else ""
+        how += ", plus the screen's eval of its questions, not timed" if "--screen_questions" in arm.flags else ""
         print(f"[estimate] {name}: {seconds:.0f} s a seed{'' if name not in train_only else ' (trained only)'} "
               f"(median of {runs} run(s){'' if timed_as == name else ' of ' + timed_as}{how}; {devices})",
               flush=True)

@@ -395,6 +395,12 @@ def test_an_estimate_times_the_asked_arms_from_their_recorded_runs_and_runs_noth
     twin_curves = [{"rollout/generation_share": share} for share in (0.4, 0.5, 0.9)]
     results["runs"][f"{half}/seed1/epoch"]["curves"] = twin_curves
     assert f"{oversampled}: 550 s a seed" in estimate_once_run(half, 400.0, oversampled)
+    # An arm with nothing timed down its chain: roughly, per step, as every run of its phase whose command says its
+    # steps (here only the fresh two-pass run, 600 s for 60 steps, plus its 50 s eval), the screen's eval untimed.
+    screened = "mixed-all-answers-guided-screened-sft4xall-lr5e-5-direct-fresh-2x"
+    printed = estimate_once_run(fresh_2x, 600.0, screened, "--mixed-steps", "15")
+    assert (f"{screened}: 350 s a seed (median of 1 run(s) of its phase's arms, per step: rough, for 30 steps, plus "
+            "the screen's eval of its questions, not timed; H100)") in printed
 
 
 def test_the_fresh_two_pass_arm_draws_twice_the_unseen_questions_for_one_pass_of_as_many_steps() -> None:
