@@ -188,12 +188,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         overall, last_tenth = (statistics.mean(run[part] for run in runs) for part in (0, 1))
         print(f"  {name:26s} groups all right {overall:.1%} (last tenth {last_tenth:.1%})")
     if args.heldout_results is not None:
+        screens = {"--screen_questions": None, "  + --defer_by_class": PRIORS["class (--defer_by_class)"]}
         for pool_size in (QUESTIONS, SCREENED_QUESTIONS):
-            runs = [simulate(questions, None, seed, args.max_class_deferral, draw=True, screened=True,
-                             pool_size=pool_size) for seed in range(args.runs)]
-            overall, last_tenth = (statistics.mean(run[part] for run in runs) for part in (0, 1))
-            print(f"  {'--screen_questions':26s} groups all right {overall:.1%} (last tenth {last_tenth:.1%}), "
-                  f"{pool_size} questions: the wrong ones served first")
+            for name, prior in screens.items():
+                runs = [simulate(questions, prior, seed, args.max_class_deferral, draw=True, screened=True,
+                                 pool_size=pool_size) for seed in range(args.runs)]
+                overall, last_tenth = (statistics.mean(run[part] for run in runs) for part in (0, 1))
+                print(f"  {name:26s} groups all right {overall:.1%} (last tenth {last_tenth:.1%}), "
+                      f"{pool_size} questions: the wrong ones served first")
         print("a group's chance to be all right, by a screen before the phase (exact over the same pass rates):")
         for episodes in (1, 2):
             for right, share, alike in all_right_by_screen(questions, episodes):

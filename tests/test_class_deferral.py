@@ -22,6 +22,17 @@ def test_a_phase_of_questions_always_right_is_all_right_groups_and_always_wrong_
         assert simulate([Question(0.0, "extra")] * 20, prior, 0, 0.75, draw=True) == (0.0, 0.0)
 
 
+def test_a_screen_under_the_class_prior_still_serves_its_wrong_questions_first() -> None:
+    """Half the questions always right, half always wrong: screened, a phase of fewer groups than wrong questions
+    trains almost only wrong ones, with the class prior or without; the prior alone cannot tell them apart so well."""
+    questions = [Question(1.0, "easy")] * 10 + [Question(0.0, "extra")] * 10
+    by_class = PRIORS["class (--defer_by_class)"]
+    screened, screened_by_class, by_class_alone = (
+        simulate(questions, prior, 0, 0.75, draw=True, screened=screen)[0]
+        for prior, screen in ((None, True), (by_class, True), (by_class, False)))
+    assert screened < 0.1 and screened_by_class < 0.1 < by_class_alone
+
+
 def test_a_screen_sorts_questions_by_what_their_groups_will_be() -> None:
     rows = all_right_by_screen([Question(1.0, "easy"), Question(0.0, "hard")], 1)
     assert rows == [(0, 0.5, 0.0), (1, 0.5, 1.0)]
