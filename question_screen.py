@@ -22,7 +22,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from sampling import UNRANKED
 from spider_data import link_schemas_and_databases, question_key
@@ -74,20 +74,27 @@ def screen_ranks(outcomes: Mapping[str, bool]) -> dict[str, int]:
 
 
 def run_screen(checkpoint: Path, base_model: str, items: Sequence[Mapping[str, str]], data_dir: Path, folder: Path,
-               *, backend: str, step_budget: int, max_new_tokens: int) -> dict[str, bool]:
+               *, backend: str, step_budget: int, max_new_tokens: int, echo: TextIO | None = None) -> dict[str, bool]:
     """Play every question of ``items`` once with ``checkpoint`` (an adapter on ``base_model``, or a model folder)
-    into ``folder``, or read the report a run before left there; returns each question's outcome."""
+    into ``folder``, or read the report a run before left there; returns each question's outcome. ``echo``: where
+    the eval's output goes too, line by line as it comes (its progress every 30 s, its report), besides its log."""
     report = folder / "report.json"
     if not report.is_file():
         data = write_screen_data(items, data_dir, folder)
         command = screen_command(checkpoint, base_model, data, folder, backend, step_budget, max_new_tokens)
         log = folder / "eval.log"  # written as the eval runs: its progress lines, and what it said if it failed
-        with log.open("w", encoding="utf-8") as output:
-            # The child finds this project's modules (eval, agent_env...) from its working directory.
-            done = subprocess.run(command, cwd=Path(__file__).resolve().parent, stdout=output,
-                                  stderr=subprocess.STDOUT, check=False)
-        if done.returncode != 0 or not report.is_file():
-            raise ScreenError(f"the screen's eval ({' '.join(command)}) failed with exit code {done.returncode} "
+        # The child finds this project's modules (eval, agent_env...) from its working directory.
+        with log.open("w", encoding="utf-8") as output, subprocess.Popen(
+                command, cwd=Path(__file__).resolve().parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, encoding="utf-8", errors="replace") as child:
+            for line in child.stdout:
+                output.write(line)
+                output.flush()
+                if echo is not None:
+                    echo.write(f"[screen] {line}")
+                    echo.flush()
+        if child.returncode != 0 or not report.is_file():
+            raise ScreenError(f"the screen's eval ({' '.join(command)}) failed with exit code {child.returncode} "
                               f"(all it wrote: {log}); its last output:\n"
                               f"{log.read_text(encoding='utf-8')[-EVAL_TAIL_CHARS:]}")
     outcomes = read_screen(report)

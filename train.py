@@ -804,7 +804,8 @@ def screen_phase_questions(agent: AgentConfig, grpo: AgentGRPOConfig, plan: Phas
             outcomes = question_screen.run_screen(
                 checkpoint, agent.model, question_screen.phase_questions(plan.dataset), Path(agent.data_dir), folder,
                 backend=agent.backend if torch.cuda.is_available() else "transformers",
-                step_budget=agent.step_budget, max_new_tokens=agent.max_turn_tokens or grpo.max_completion_length)
+                step_budget=agent.step_budget, max_new_tokens=agent.max_turn_tokens or grpo.max_completion_length,
+                echo=sys.stdout)
         except question_screen.ScreenError as error:
             raise SetupError(str(error)) from error
     if PartialState().is_main_process:

@@ -3,6 +3,7 @@ question's outcome and the sampler's ranks, a failed eval reported with its own 
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -60,18 +61,22 @@ def test_the_report_gives_each_played_question_s_outcome_and_the_ranks_put_the_w
 
 def test_a_report_already_there_is_read_without_playing_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _report(tmp_path, [{"db_id": "a", "question": "q1", "correct": False}])
-    monkeypatch.setattr(question_screen.subprocess, "run", lambda *args, **kwargs: pytest.fail("played again"))
+    monkeypatch.setattr(question_screen.subprocess, "Popen", lambda *args, **kwargs: pytest.fail("played again"))
     assert run_screen(tmp_path / "missing", "base", ITEMS, BUILTIN_DATA_DIR, tmp_path, backend="transformers",
                       step_budget=10, max_new_tokens=64) == {question_key("a", "q1"): False}
 
 
 def test_an_eval_that_fails_is_reported_with_its_own_last_words(tmp_path: Path) -> None:
+    shown = io.StringIO()
     with pytest.raises(ScreenError) as error:
         run_screen(tmp_path / "no-such-adapter", "base", ITEMS, BUILTIN_DATA_DIR, tmp_path / "screen",
-                   backend="transformers", step_budget=10, max_new_tokens=64)
+                   backend="transformers", step_budget=10, max_new_tokens=64, echo=shown)
     assert "the screen's eval" in str(error.value) and "exit code 2" in str(error.value)
     assert "no-such-adapter" in str(error.value.args[0].split("its last output:")[1])
-    assert (tmp_path / "screen" / "eval.log").is_file()
+    log = (tmp_path / "screen" / "eval.log").read_text(encoding="utf-8")
+    # What the eval said went to the log and, as it came, to the echo, each line marked as the screen's.
+    assert "no-such-adapter" in log
+    assert shown.getvalue() == "".join(f"[screen] {line}" for line in log.splitlines(keepends=True))
     _report(tmp_path / "empty", [{"db_id": "a", "question": "q", "correct": False, "skip_reason": "gold_failed"}])
     with pytest.raises(ScreenError, match="played none of the phase's 2 questions"):
         run_screen(tmp_path, "base", ITEMS, BUILTIN_DATA_DIR, tmp_path / "empty", backend="transformers",

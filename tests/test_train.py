@@ -306,7 +306,9 @@ def test_the_screen_plays_each_question_once_before_the_phase_and_ranks_them_for
     played = [question_key(record["db_id"], record["question"]) for record in report["questions"]]
     assert len(played) == 2
     assert given["ranks"] == dict.fromkeys(played, question_screen.RANK_WRONG)
-    assert "[train] screen: 2 of 2 questions played once by the start model in " in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "[train] screen: 2 of 2 questions played once by the start model in " in shown
+    assert "\n[screen] | overall | 2 | 0.0% |" in shown  # the eval's own report, shown as it came
 
 
 def test_a_custom_curriculum_needs_no_code_change(tmp_path: Path) -> None:
