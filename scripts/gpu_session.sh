@@ -124,16 +124,17 @@ collect() {  # background runs' progress, logs, results and per-step metrics to 
     [ -e "$metrics" ] && echo "$metrics: $(tail -1 "$metrics" | cut -c1-240)"
   done
   # Every phase's per-step rows, its rollouts (a group's best and worst episode a step), its sampler's question
-  # history (each question's groups: right answers of six, reward spread) and every held-out eval's episodes (tool
-  # calls, SQL, outputs, the text of an unreadable call) come back in one file (the device returns 8 files at most):
-  # here, tar xzf <files_at>/metrics.tgz gives <arm>-seed<N>/<phase>/metrics.jsonl, rollouts.jsonl and
-  # adapter/question_history.json, and <arm>-seed<N>/eval-heldout*/report.json (the final adapter's and any
-  # --eval-at-step one's).
+  # history (each question's groups: right answers of six, reward spread), the --screen_questions eval's outcomes and
+  # every held-out eval's episodes (tool calls, SQL, outputs, the text of an unreadable call) come back in one file
+  # (the device returns 8 files at most): here, tar xzf <files_at>/metrics.tgz gives <arm>-seed<N>/<phase>/
+  # metrics.jsonl, rollouts.jsonl, adapter/question_history.json and screen/report.json, and
+  # <arm>-seed<N>/eval-heldout*/report.json (the final adapter's and any --eval-at-step one's).
   # (With nullglob: one pattern matching nothing, e.g. no 1.5B run, must not cost the other's rows.) A file over
   # the device's 16 MiB would not come back at all: then the per-step rows alone.
   (cd "$runs" && shopt -s nullglob && metrics=({.,./q15}/*-seed*/*/metrics.jsonl) && [ ${#metrics[@]} -gt 0 ] &&
     tar czf "$out/metrics.tgz" "${metrics[@]}" {.,./q15}/*-seed*/*/rollouts.jsonl \
-      {.,./q15}/*-seed*/*/adapter/question_history.json {.,./q15}/*-seed*/eval-heldout*/report.json &&
+      {.,./q15}/*-seed*/*/adapter/question_history.json {.,./q15}/*-seed*/*/screen/report.json \
+      {.,./q15}/*-seed*/eval-heldout*/report.json &&
     if [ "$(stat -c %s "$out/metrics.tgz")" -gt $((${METRICS_MAX_BYTES:-15728640})) ]; then
       echo "metrics.tgz: over ${METRICS_MAX_BYTES:-15728640} bytes with the episodes; the per-step rows alone"
       tar czf "$out/metrics.tgz" "${metrics[@]}"

@@ -177,6 +177,8 @@ def test_watch_brings_back_every_phase_s_per_step_rows_rollouts_history_and_held
     (runs / "mixed-seed27/mixed/rollouts.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
     (runs / "mixed-seed27/mixed/adapter").mkdir()
     (runs / "mixed-seed27/mixed/adapter/question_history.json").write_text("{}", encoding="utf-8")
+    (runs / "mixed-seed27/mixed/screen").mkdir()  # --screen_questions' eval of the phase's questions
+    (runs / "mixed-seed27/mixed/screen/report.json").write_text("{}", encoding="utf-8")
     for held_out in ("eval-heldout", "eval-heldout_step30"):  # the final adapter's eval and --eval-at-step's
         (runs / "mixed-seed27" / held_out).mkdir()
         (runs / "mixed-seed27" / held_out / "report.json").write_text("{}", encoding="utf-8")
@@ -189,6 +191,7 @@ def test_watch_brings_back_every_phase_s_per_step_rows_rollouts_history_and_held
     rows = [f"./{phase}/metrics.jsonl" for phase in phases]
     assert sorted(listed.stdout.split()) == sorted([*rows, "./mixed-seed27/mixed/rollouts.jsonl",
                                                     "./mixed-seed27/mixed/adapter/question_history.json",
+                                                    "./mixed-seed27/mixed/screen/report.json",
                                                     "./mixed-seed27/eval-heldout/report.json",
                                                     "./mixed-seed27/eval-heldout_step30/report.json"])
     # An archive too large to come back from the device keeps the per-step rows alone, and says so.
