@@ -1,6 +1,7 @@
 """What a phase's groups were like, question by question, and what could have told them apart before they ran.
 
     python experiments/question_outcomes.py RUN/mixed/adapter/question_history.json [--data-dir ../shared/spider]
+        [--screen RUN/mixed/screen/report.json]
 
 A GRPO phase saves its sampler's history beside its adapter (``question_history.json``: for every question, each of
 its groups' right answers and reward spread); ``scripts/gpu_session.sh watch`` brings it back in metrics.tgz. Under
@@ -10,7 +11,10 @@ It prints the share of groups that taught nothing by Spider class, by the number
 by the query's clauses, then how well each grouping predicts a group's fate before it runs: the Brier score of
 the leave-one-out share of the other groups in its bucket (smoothed toward the phase's share), against the phase's
 share alone. ``--defer_by_class`` defers by class; a grouping that scores clearly lower than class is what a finer
-prior could use.
+prior could use. A phase run with ``--screen_questions`` (its ``screen/report.json`` beside the adapter's folder, read
+by default) is also split by what the screen's one greedy episode did: the groups of questions it got wrong against
+those it got right, which the screen's simulation put at 11.8% and 42.3% all right over the 1.5B's held-out pass
+rates, 4.1% and 36.3% over the 0.5B's (docs/results.md 2026-12-07h, i).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from question_screen import read_screen  # noqa: E402
 from spider_data import question_key, read_questions, split_path  # noqa: E402
 from sql_structure import SQLStructureError, classify_hardness, tables_used  # noqa: E402
 
@@ -41,6 +46,7 @@ class Group:
     hardness: str
     tables: int
     clauses: str
+    screen: str = "not screened"  # --screen_questions: what its one greedy episode did ("screened wrong", ...)
 
     def taught_nothing(self, guided: bool) -> bool:
         return self.right == self.completions or (not guided and self.right == 0)
@@ -62,16 +68,20 @@ def gold_facts(data_dir: Path) -> dict[str, tuple[str, int, str]]:
     return facts
 
 
-def read_groups(history: Mapping[str, Sequence[Sequence[float]]],
-                facts: Mapping[str, tuple[str, int, str]]) -> tuple[list[Group], int]:
-    """The history's groups joined with their questions' gold facts, and how many questions had none."""
+def read_groups(history: Mapping[str, Sequence[Sequence[float]]], facts: Mapping[str, tuple[str, int, str]],
+                screen: Mapping[str, bool] | None = None) -> tuple[list[Group], int]:
+    """The history's groups joined with their questions' gold facts (and the screen's outcome, where one ran), and
+    how many questions had no facts."""
     groups, unknown = [], 0
     for key, visits in history.items():
         if key not in facts:
             unknown += 1
             continue
         hardness, tables, clauses = facts[key]
-        groups += [Group(key, int(right), int(completions), hardness, tables, clauses)
+        screened = "not screened"
+        if screen is not None:
+            screened = "not played" if key not in screen else "screened right" if screen[key] else "screened wrong"
+        groups += [Group(key, int(right), int(completions), hardness, tables, clauses, screened)
                    for right, completions, _spread in visits]
     return groups, unknown
 
@@ -82,6 +92,7 @@ GROUPINGS: dict[str, Callable[[Group], str]] = {
     "clauses": lambda group: group.clauses,
     "class x tables": lambda group: f"{group.hardness}, {min(group.tables, 3)} table(s)",
     "database": lambda group: group.key.split("\t", 1)[0],
+    "screen": lambda group: group.screen,
 }
 
 
@@ -118,6 +129,8 @@ def share_table(groups: Sequence[Group], guided: bool, bucket: Callable[[Group],
 
 
 def report(groups: Sequence[Group], guided: bool) -> str:
+    """The phase's share that taught nothing, by each grouping, and how well each predicts it (the screen's only
+    where the phase was screened)."""
     if not groups:
         raise ValueError("no group of the history is a question of this data's training split: is --data-dir the "
                          "Spider folder the phase trained on?")
@@ -125,13 +138,15 @@ def report(groups: Sequence[Group], guided: bool) -> str:
     what = "all right" if guided else "all right or all wrong"
     lines = [f"{len(groups)} groups of {len({group.key for group in groups})} questions; {alike:.1%} taught nothing "
              f"({what})"]
-    for name in ("class", "tables", "clauses"):
+    screened = any(group.screen != "not screened" for group in groups)
+    groupings = {name: bucket for name, bucket in GROUPINGS.items() if screened or name != "screen"}
+    for name in ("class", "tables", "clauses", *(("screen",) if screened else ())):
         lines += ["", f"| {name} | groups | taught nothing | right episodes |", "|---|---|---|---|",
                   *share_table(groups, guided, GROUPINGS[name])]
     baseline = brier(groups, guided, None)
     lines += ["", "| predicting a group's fate by | Brier score | against the phase's share |", "|---|---|---|",
               f"| the phase's share alone | {baseline:.4f} | |"]
-    for name, bucket in GROUPINGS.items():
+    for name, bucket in groupings.items():
         score = brier(groups, guided, bucket)
         lines.append(f"| {name} | {score:.4f} | {score / baseline - 1:+.1%} |")
     return "\n".join(lines)
@@ -141,13 +156,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("history", type=Path, help="a phase's question_history.json (beside its adapter)")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="the Spider folder it trained on")
+    parser.add_argument("--screen", type=Path, default=None,
+                        help="the --screen_questions eval's report.json (default: the phase's screen/report.json, "
+                             "read where it is there)")
     parser.add_argument("--unguided", action="store_true",
                         help="the phase ran without oracle guidance: all-wrong groups taught nothing too")
     args = parser.parse_args(argv)
     if not args.history.is_file():
         parser.error(f"no question history at {args.history}")
     history = json.loads(args.history.read_text(encoding="utf-8"))
-    groups, unknown = read_groups(history, gold_facts(args.data_dir))
+    screen_report = args.screen or args.history.resolve().parents[1] / "screen" / "report.json"
+    if args.screen is not None and not args.screen.is_file():
+        parser.error(f"no screen report at {args.screen}")
+    screen = read_screen(screen_report) if screen_report.is_file() else None
+    if screen is not None:
+        print(f"the screen: {screen_report}, {sum(not right for right in screen.values())} of {len(screen)} questions "
+              f"wrong")
+    groups, unknown = read_groups(history, gold_facts(args.data_dir), screen)
     if unknown:
         print(f"{unknown} question(s) of the history are not in {args.data_dir}'s training split: left out")
     try:

@@ -67,3 +67,34 @@ def test_a_history_from_other_data_is_refused_with_what_to_check(tmp_path: Path,
     with pytest.raises(SystemExit):
         question_outcomes.main([str(tmp_path / "missing.json")])
     assert "no question history at" in capsys.readouterr().err
+
+
+def test_a_screened_phase_splits_its_groups_by_what_the_screen_s_episode_did(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The phase's screen/report.json, beside its adapter's folder, is read by default; a phase without one gets no
+    screen rows."""
+    easy = "town_library\tWhat is the total number of books?"
+    facts = gold_facts(BUILTIN_DATA_DIR)
+    other = next(key for key in facts if key != easy)
+    unplayed = next(key for key in facts if key not in (easy, other))
+    adapter = tmp_path / "mixed" / "adapter"
+    adapter.mkdir(parents=True)
+    history = adapter / "question_history.json"
+    history.write_text(json.dumps({easy: [[6, 6, 0.0], [6, 6, 0.0]], other: [[2, 6, 1.0]], unplayed: [[1, 6, 1.0]]}),
+                       encoding="utf-8")
+    question_outcomes.main([str(history), "--data-dir", str(BUILTIN_DATA_DIR)])
+    assert "| screen |" not in capsys.readouterr().out
+    (tmp_path / "mixed" / "screen").mkdir()
+    played = [{"db_id": key.split("\t")[0], "question": key.split("\t")[1], "correct": right}
+              for key, right in ((easy, True), (other, False))]
+    (tmp_path / "mixed" / "screen" / "report.json").write_text(json.dumps({"questions": played}), encoding="utf-8")
+    question_outcomes.main([str(history), "--data-dir", str(BUILTIN_DATA_DIR)])
+    printed = capsys.readouterr().out
+    assert "1 of 2 questions wrong" in printed
+    assert "| screened right | 2 | 100.0% | 100.0% |" in printed
+    assert "| screened wrong | 1 | 0.0% | 33.3% |" in printed and "| not played | 1 | 0.0% | 16.7% |" in printed
+    assert "| screen | 0." in printed  # its Brier row
+    with pytest.raises(SystemExit):
+        question_outcomes.main([str(history), "--data-dir", str(BUILTIN_DATA_DIR), "--screen",
+                                str(tmp_path / "missing.json")])
+    assert "no screen report at" in capsys.readouterr().err
