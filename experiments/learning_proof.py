@@ -569,19 +569,19 @@ def extra_generation(arm: Arm, timed_as: Arm, scale: Scale) -> float:
     return (extra_groups(arm.flags) - extra_groups(timed_as.flags)) / scale.grpo_prompts_per_step
 
 
-def recorded_seconds(results: dict[str, Any], arm: str | frozenset[str], scale: str, model: str | None, *, evaluate: bool,
-                     training_times: int = 1, steps: int | None = None, more_generation: float = 0.0,
+def recorded_seconds(results: dict[str, Any], arm: str | frozenset[str], scale: str, model: str | None, *,
+                     evaluate: bool, training_times: int = 1, steps: int | None = None, more_generation: float = 0.0,
                      per_step_only: bool = False) -> tuple[float, int, str] | None:
     """What one run of ``arm`` (or of any of a set of arms) took in the sessions recorded in ``results`` (runs and
-    superseded ones of that scale
-    and model, the model by its name or by its folder's path as the runs recorded them): the median training time,
-    plus the median eval time where it is evaluated (the arm's own evaluated runs, else every evaluated run of the
-    scale). Given ``steps``, a GRPO run's training time is scaled from the steps it ran to ``steps``; otherwise (or
-    where a run's steps are not in its command) ``training_times`` over: an arm of that many passes timed from its
-    one-pass twin. ``more_generation``: the share of rows more that the arm timed this way generates (an oversampled
-    arm timed as its twin), which lengthens each run's generation, its logged share of the step. Returns (seconds,
-    runs it is the median of, their devices), or None where the arm never ran at that scale. ``per_step_only``: only
-    the runs whose command says their steps (an arm of another size, timed per step)."""
+    superseded ones of that scale and model, the model by its name or by its folder's path as the runs recorded
+    them): the median training time, plus the median eval time where it is evaluated (the arm's own evaluated runs,
+    else every evaluated run of the scale). Given ``steps``, a GRPO run's training time is scaled from the steps it
+    ran to ``steps``; otherwise (or where a run's steps are not in its command) ``training_times`` over: an arm of
+    that many passes timed from its one-pass twin. ``more_generation``: the share of rows more that the arm timed
+    this way generates (an oversampled arm timed as its twin), which lengthens each run's generation, its logged
+    share of the step. Returns (seconds, runs it is the median of, their devices), or None where the arm never ran
+    at that scale. ``per_step_only``: only the runs whose command says their steps (an arm of another size, timed
+    per step)."""
     every = [*results["runs"].values(), *results.get("superseded", {}).values()]
     alike = [run for run in every
              if run.get("scale") == scale and (model is None or model in (run.get("model_name"), run.get("model")))]
