@@ -632,22 +632,26 @@ def print_estimate(results: dict[str, Any], arms: list[str], train_only: list[st
         steps = steps_for(arm, scale) if arm.phase not in (None, "sft") else None
         passes = arm.steps_times // ARMS[twin].steps_times if twin is not None else 1
         candidates = ((name, 1), *((ablated, 1) for ablated in ablation_chain(arm)), (twin, passes))
-        timed = [(candidate, recorded, extra_generation(arm, ARMS[candidate], scale))
-                 for candidate, times in candidates if candidate is not None
-                 if (recorded := recorded_seconds(results, candidate, scale.name, model, evaluate=name not in train_only,
-                                                  training_times=times, steps=steps,
-                                                  more_generation=extra_generation(arm, ARMS[candidate], scale)))
-                 is not None]
-        if not timed and steps is not None:
+        timed: tuple[str, tuple[float, int, str], float] | None = None  # (timed as, its record, more generation)
+        for candidate, times in candidates:
+            if candidate is None:
+                continue
+            more = extra_generation(arm, ARMS[candidate], scale)
+            recorded = recorded_seconds(results, candidate, scale.name, model, evaluate=name not in train_only,
+                                        training_times=times, steps=steps, more_generation=more)
+            if recorded is not None:
+                timed = candidate, recorded, more
+                break
+        if timed is None and steps is not None:
             phase_arms = frozenset(other for other in ARMS if ARMS[other].phase == arm.phase)
             if (recorded := recorded_seconds(results, phase_arms, scale.name, model, evaluate=name not in train_only,
                                              steps=steps, per_step_only=True)) is not None:
-                timed = [("its phase's arms, per step: rough", recorded, 0.0)]
-        if not timed:
+                timed = "its phase's arms, per step: rough", recorded, 0.0
+        if timed is None:
             unknown.append(name)
             print(f"[estimate] {name}: never run at scale {scale.name}, nor an arm it ablates", flush=True)
             continue
-        timed_as, (seconds, runs, devices), more = timed[0]
+        timed_as, (seconds, runs, devices), more = timed
         total += seconds * len(seeds)
         how = f", its training x{passes}" if timed_as == twin else ""
         how += f", its generation x{1 + more:.2f}" if more else ""
